@@ -1,0 +1,36 @@
+# One command per task. `make run` serves the hook; `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8080
+
+.PHONY: run test lint typecheck unit
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: $(VENV)/.runtime
+	$(BIN)/python -m app serve --host $(HOST) --port $(PORT)
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy
+
+unit: $(VENV)/.dev
+	$(BIN)/pytest
+
+test: lint typecheck unit

@@ -1,0 +1,1 @@
+"""mxjob-controller: a Metacontroller sync hook for Kubeflow MXJobs."""
