@@ -1,0 +1,195 @@
+"""Desired children: one pod and one headless Service per replica index."""
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from app import names
+from app.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
+
+MAIN_CONTAINER = "mxnet"
+PORT_NAME = "mxjob-port"
+DEFAULT_PORT = 9091
+TUNER_SERVER_KEY = "tuner-server-key"
+RESERVED_ENV = (
+    "MX_CONFIG",
+    "DMLC_PS_ROOT_URI",
+    "DMLC_PS_ROOT_PORT",
+    "DMLC_NUM_SERVER",
+    "DMLC_NUM_WORKER",
+    "DMLC_ROLE",
+    "DMLC_USE_KUBERNETES",
+    "DMLC_WORKER_ID",
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every child of one job shares, worked out once per sync."""
+
+    name: str
+    namespace: str | None
+    spec: MXJobSpec
+    mx_config_head: str
+    dmlc_env: tuple[dict[str, str], ...]
+
+
+def job_context(name: str, namespace: str | None, spec: MXJobSpec) -> Job:
+    return Job(name, namespace, spec, _mx_config_head(name, spec), _dmlc_env(name, spec))
+
+
+def main_port(replica: ReplicaSpec) -> int:
+    """The replica's mxjob-port: the one its mxnet container declares, or 9091."""
+    for port in _main_container(replica.template).get("ports") or []:
+        if port.get("name") == PORT_NAME:
+            number: int = port["containerPort"]
+            return number
+    return DEFAULT_PORT
+
+
+def tuner_label(replica: ReplicaSpec) -> str:
+    annotations = replica.template.get("metadata", {}).get("annotations") or {}
+    label = annotations.get(TUNER_SERVER_KEY, replica.label or "")
+    return str(label)
+
+
+def _main_container(template: dict[str, Any]) -> dict[str, Any]:
+    containers: list[dict[str, Any]] = template["spec"]["containers"]
+    return next(c for c in containers if c.get("name") == MAIN_CONTAINER)
+
+
+def _mx_config_head(name: str, spec: MXJobSpec) -> str:
+    """MX_CONFIG without its per-pod `task` key; the keys sort so that `task` comes last."""
+    cluster = {
+        t.lowered: [
+            {"port": main_port(r), "url": names.child_name(name, t, i)} for i in range(r.replicas)
+        ]
+        for t, r in spec.mxReplicaSpecs.items()
+    }
+    labels = {t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()}
+    whole = json.dumps(
+        {"cluster": cluster, "labels": labels}, sort_keys=True, separators=(",", ":")
+    )
+    return whole[:-1] + ","
+
+
+def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
+    scheduler = spec.mxReplicaSpecs.get(ReplicaType.SCHEDULER)
+    root = names.child_name(name, ReplicaType.SCHEDULER, 0) if scheduler else ""
+    return (
+        {"name": "DMLC_PS_ROOT_URI", "value": root},
+        {"name": "DMLC_PS_ROOT_PORT", "value": str(main_port(scheduler) if scheduler else 0)},
+        {"name": "DMLC_NUM_SERVER", "value": str(spec.replicas(ReplicaType.SERVER))},
+        {"name": "DMLC_NUM_WORKER", "value": str(spec.replicas(ReplicaType.WORKER))},
+    )
+
+
+def _env(job: Job, rtype: ReplicaType, index: int) -> list[dict[str, str]]:
+    task = json.dumps(
+        {"index": index, "type": rtype.lowered}, sort_keys=True, separators=(",", ":")
+    )
+    env = [
+        {"name": "MX_CONFIG", "value": f'{job.mx_config_head}"task":{task}}}'},
+        *job.dmlc_env,
+        {"name": "DMLC_ROLE", "value": rtype.lowered},
+        {"name": "DMLC_USE_KUBERNETES", "value": "1"},
+    ]
+    if rtype is ReplicaType.WORKER:
+        env.append({"name": "DMLC_WORKER_ID", "value": str(index)})
+    return env
+
+
+def _container(container: dict[str, Any], env: list[dict[str, str]]) -> dict[str, Any]:
+    ours = {e["name"] for e in env}
+    theirs = [e for e in container.get("env") or [] if e.get("name") not in ours]
+    out = container | {"env": env + theirs}
+    if container.get("name") == MAIN_CONTAINER:
+        ports = container.get("ports") or []
+        if not any(p.get("name") == PORT_NAME for p in ports):
+            out["ports"] = [*ports, {"name": PORT_NAME, "containerPort": DEFAULT_PORT}]
+    return out
+
+
+def _pod_restart_policy(policy: RestartPolicy) -> str:
+    # ExitCode is ours to enforce by replacing pods; the kubelet must leave them failed.
+    return "Never" if policy is RestartPolicy.EXIT_CODE else policy.value
+
+
+def _labels(job: Job, rtype: ReplicaType, index: int) -> dict[str, str]:
+    labels = names.selector(job.name, rtype, index)
+    if rtype is ReplicaType.SERVER:
+        labels[names.LABEL_ROLE] = "master"
+    return labels
+
+
+def _metadata(
+    job: Job, name: str, labels: dict[str, str], annotations: dict[str, str]
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if job.namespace:
+        meta["namespace"] = job.namespace
+    meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def _recorded(attempt: int, restarts_before: int) -> dict[str, str]:
+    if attempt == 0 and restarts_before == 0:
+        return {}
+    return {names.LABEL_ATTEMPT: str(attempt), names.ANNOTATION_RESTARTS: str(restarts_before)}
+
+
+def pod(
+    job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
+) -> dict[str, Any]:
+    """The pod for one attempt of one replica: the template plus what the contract adds."""
+    replica = job.spec.mxReplicaSpecs[rtype]
+    template = replica.template
+    meta = template.get("metadata") or {}
+    labels = (meta.get("labels") or {}) | _labels(job, rtype, index)
+    labels[names.LABEL_ATTEMPT] = str(attempt)
+    annotations = dict(meta.get("annotations") or {})
+    if restarts_before:
+        annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
+    env = _env(job, rtype, index)
+    spec = template["spec"] | {
+        "restartPolicy": _pod_restart_policy(replica.restartPolicy),
+        "containers": [_container(c, env) for c in template["spec"]["containers"]],
+    }
+    name = names.pod_name(job.name, rtype, index, attempt)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _metadata(job, name, labels, annotations),
+        "spec": spec,
+    }
+
+
+def service(
+    job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
+) -> dict[str, Any]:
+    """The headless Service that gives a replica its stable DNS name across attempts."""
+    replica = job.spec.mxReplicaSpecs[rtype]
+    ports = _container(_main_container(replica.template), [])["ports"]
+    name = names.child_name(job.name, rtype, index)
+    labels = names.selector(job.name, rtype, index)
+    meta = _metadata(job, name, labels, _recorded(attempt, restarts_before))
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta,
+        "spec": {
+            "clusterIP": "None",
+            "selector": dict(labels),
+            "ports": [_service_port(p) for p in ports],
+        },
+    }
+
+
+def _service_port(port: dict[str, Any]) -> dict[str, Any]:
+    number = port["containerPort"]
+    out = {"name": port.get("name") or f"port-{number}", "port": number, "targetPort": number}
+    if port.get("protocol"):
+        out["protocol"] = port["protocol"]
+    return out

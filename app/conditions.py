@@ -1,0 +1,76 @@
+"""Job conditions and the rules for changing them (Kubeflow's, kept as a fixed point)."""
+
+from typing import Any
+
+Condition = dict[str, str]
+
+CREATED = "Created"
+RUNNING = "Running"
+RESTARTING = "Restarting"
+SUSPENDED = "Suspended"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED)
+_EXCLUSIVE = {RUNNING: RESTARTING, RESTARTING: RUNNING}
+_FIELDS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
+
+
+def parse(raw: Any) -> list[Condition]:
+    """The well-formed conditions of an observed status, one per type, in order."""
+    if not isinstance(raw, list):
+        return []
+    out: dict[str, Condition] = {}
+    for item in raw:
+        if isinstance(item, dict) and item.get("type") in TYPES:
+            out.pop(item["type"], None)
+            out[item["type"]] = {k: item[k] for k in _FIELDS if isinstance(item.get(k), str)}
+    return list(out.values())
+
+
+def find(conditions: list[Condition], ctype: str) -> Condition | None:
+    return next((c for c in conditions if c.get("type") == ctype), None)
+
+
+def is_true(conditions: list[Condition], ctype: str) -> bool:
+    found = find(conditions, ctype)
+    return found is not None and found.get("status") == "True"
+
+
+def finished(conditions: list[Condition]) -> bool:
+    return is_true(conditions, SUCCEEDED) or is_true(conditions, FAILED)
+
+
+def set_condition(
+    conditions: list[Condition], ctype: str, status: str, reason: str, message: str, now: str
+) -> list[Condition]:
+    """Return `conditions` with one condition set. A condition that keeps its status and
+    reason is left alone, timestamps included; a changed one moves to the end."""
+    old = find(conditions, ctype)
+    if old and old.get("status") == status and old.get("reason") == reason:
+        return conditions
+    kept_transition = old and old.get("status") == status and old.get("lastTransitionTime")
+    new = {
+        "type": ctype,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": now,
+        "lastTransitionTime": kept_transition or now,
+    }
+    rest = [c for c in conditions if c.get("type") not in (ctype, _EXCLUSIVE.get(ctype))]
+    if ctype in (SUCCEEDED, FAILED) and status == "True":
+        rest = [_stopped(c, reason, message, now) for c in rest]
+    return [*rest, new]
+
+
+def _stopped(condition: Condition, reason: str, message: str, now: str) -> Condition:
+    """A finished job is no longer running."""
+    if condition.get("type") != RUNNING or condition.get("status") != "True":
+        return condition
+    return condition | {
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": now,
+        "lastTransitionTime": now,
+    }

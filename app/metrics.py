@@ -1,0 +1,24 @@
+"""Prometheus metrics of the hook: syncs by outcome and how long they took."""
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+REGISTRY = CollectorRegistry()
+
+SYNCS = Counter(
+    "mxjob_sync_requests",
+    "Sync requests answered, by outcome (ok, invalid_spec, bad_request, unauthorized, too_large).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+SYNC_SECONDS = Histogram(
+    "mxjob_sync_duration_seconds",
+    "Time to answer a sync request, by outcome.",
+    ["outcome"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY,
+)
+
+
+def observe(outcome: str, seconds: float) -> None:
+    SYNCS.labels(outcome).inc()
+    SYNC_SECONDS.labels(outcome).observe(seconds)

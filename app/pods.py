@@ -1,0 +1,118 @@
+"""Read observed pods: which replica and attempt each one is, and how it is doing."""
+
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from app import names
+from app.spec import ORDER, ReplicaType
+
+_BY_LOWER = {t.lowered: t for t in ReplicaType}
+_PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
+MAIN_CONTAINER = "mxnet"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One observed pod: a single attempt at running one replica index."""
+
+    name: str
+    rtype: ReplicaType
+    index: int
+    attempt: int
+    restarts_before: int
+    phase: str
+    in_place_restarts: int
+    exit_code: int | None
+    reason: str
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of this replica index up to and including this attempt's own."""
+        return self.restarts_before + self.in_place_restarts
+
+
+def dig(obj: Any, *keys: str) -> Any:
+    """Follow keys through nested dicts; None where any step is missing or not a dict."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def count(value: Any) -> int | None:
+    """A non-negative integer written as a number or a decimal string, else None."""
+    if isinstance(value, str) and value.isdigit() and len(value) < 10:
+        return int(value)
+    if type(value) is int and value >= 0:
+        return value
+    return None
+
+
+def observe(pods: Iterable[Any], job: str) -> list[Attempt]:
+    """The attempts among `pods` that belong to `job`, in a stable order."""
+    found = (_attempt(pod, job) for pod in pods)
+    return sorted(
+        (a for a in found if a), key=lambda a: (ORDER[a.rtype], a.index, a.attempt, a.name)
+    )
+
+
+def _attempt(pod: Any, job: str) -> Attempt | None:
+    labels = dig(pod, "metadata", "labels")
+    name = dig(pod, "metadata", "name")
+    if not isinstance(labels, dict) or not isinstance(name, str):
+        return None
+    rtype = _BY_LOWER.get(str(labels.get(names.LABEL_TYPE)))
+    index = count(labels.get(names.LABEL_INDEX))
+    if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
+        return None
+    phase = dig(pod, "status", "phase")
+    return Attempt(
+        name=name,
+        rtype=rtype,
+        index=index,
+        attempt=count(labels.get(names.LABEL_ATTEMPT, "0")) or 0,
+        restarts_before=count(dig(pod, "metadata", "annotations", names.ANNOTATION_RESTARTS)) or 0,
+        phase=phase if phase in _PHASES else "Pending",
+        in_place_restarts=_in_place_restarts(pod),
+        exit_code=_exit_code(pod),
+        reason=str(dig(pod, "status", "reason") or ""),
+    )
+
+
+def _container_statuses(pod: Any) -> list[dict[str, Any]]:
+    statuses = dig(pod, "status", "containerStatuses")
+    if not isinstance(statuses, list):
+        return []
+    return [s for s in statuses if isinstance(s, dict)]
+
+
+def _in_place_restarts(pod: Any) -> int:
+    return sum(count(s.get("restartCount")) or 0 for s in _container_statuses(pod))
+
+
+def _exit_code(pod: Any) -> int | None:
+    """The main container's exit code, or the first non-zero one of another container."""
+    codes = {}
+    for status in _container_statuses(pod):
+        code = dig(status, "state", "terminated", "exitCode")
+        if type(code) is int:
+            codes[status.get("name")] = code
+    main = codes.pop(MAIN_CONTAINER, None)
+    if main:
+        return main
+    return next((c for c in codes.values() if c), main)
+
+
+def describe_exit(code: int | None) -> str:
+    """`exit code 137 (SIGKILL)` for signals, `exit code 1` otherwise."""
+    if code is None:
+        return "no exit code"
+    if code > 128:
+        try:
+            return f"exit code {code} ({signal.Signals(code - 128).name})"
+        except ValueError:
+            pass
+    return f"exit code {code}"

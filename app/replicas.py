@@ -1,0 +1,128 @@
+"""Per replica index: the current attempt, what it needs, and which pods to keep."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from app import names
+from app.pods import Attempt, count, dig
+from app.spec import MXJobSpec, ReplicaType, RestartPolicy
+
+RETRYABLE_EXIT = 128
+
+
+class Verdict(StrEnum):
+    MISSING = "missing"
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    RETRY = "retry"
+    PERMANENT = "permanent"
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica index of a job and every attempt of it that was observed."""
+
+    rtype: ReplicaType
+    index: int
+    policy: RestartPolicy
+    attempts: tuple[Attempt, ...]
+    # (attempt, restarts before it) recorded on the replica's Service, for when no pod is left.
+    recorded: tuple[int, int] = (0, 0)
+
+    @property
+    def current(self) -> Attempt | None:
+        return self.attempts[-1] if self.attempts else None
+
+    @property
+    def verdict(self) -> Verdict:
+        current = self.current
+        if current is None:
+            return Verdict.MISSING
+        if current.phase == "Failed":
+            return Verdict.RETRY if self._retryable(current) else Verdict.PERMANENT
+        return {"Running": Verdict.RUNNING, "Succeeded": Verdict.SUCCEEDED}.get(
+            current.phase, Verdict.PENDING
+        )
+
+    def _retryable(self, current: Attempt) -> bool:
+        if self.policy is RestartPolicy.NEVER:
+            return False
+        if self.policy is RestartPolicy.EXIT_CODE and current.exit_code is not None:
+            # 1-127 are the program's own verdict; 128+ are signals and user-retryable codes.
+            return current.exit_code == 0 or current.exit_code >= RETRYABLE_EXIT
+        return True
+
+    @property
+    def restarts(self) -> int:
+        """Restarts of this index so far, counting a replacement this sync asks for."""
+        current = self.current
+        done = current.restarts if current else self.recorded[1]
+        return done + (self.verdict is Verdict.RETRY)
+
+    @property
+    def next_pod(self) -> tuple[int, int]:
+        """(attempt, restarts before it) of the pod this index should be running."""
+        current = self.current
+        if current is None:
+            return self.recorded
+        if self.verdict is Verdict.RETRY:
+            return current.attempt + 1, current.restarts + 1
+        return current.attempt, current.restarts_before
+
+    def kept(self) -> list[Attempt]:
+        """Observed attempts to keep while the job runs: the last failed one stays, for
+        `kubectl logs`, until its replacement is running."""
+        current = self.current
+        if current is None:
+            return []
+        if self.verdict is Verdict.RETRY or len(self.attempts) == 1:
+            return [current]
+        if current.phase in ("Running", "Succeeded"):
+            return [current]
+        return list(self.attempts[-2:])
+
+
+def recorded_attempts(
+    services: Iterable[Any], job: str
+) -> dict[tuple[ReplicaType, int], tuple[int, int]]:
+    """Attempt numbers the Services remember, keyed by (replica type, index)."""
+    by_lower = {t.lowered: t for t in ReplicaType}
+    out = {}
+    for service in services:
+        labels = dig(service, "metadata", "labels")
+        annotations = dig(service, "metadata", "annotations")
+        if not isinstance(labels, dict) or labels.get(names.LABEL_JOB) != job:
+            continue
+        rtype = by_lower.get(str(labels.get(names.LABEL_TYPE)))
+        index = count(labels.get(names.LABEL_INDEX))
+        if rtype is None or index is None or not isinstance(annotations, dict):
+            continue
+        attempt = count(annotations.get(names.LABEL_ATTEMPT)) or 0
+        restarts = count(annotations.get(names.ANNOTATION_RESTARTS)) or 0
+        out[rtype, index] = (attempt, restarts)
+    return out
+
+
+def replicas_of(
+    spec: MXJobSpec,
+    attempts: list[Attempt],
+    recorded: dict[tuple[ReplicaType, int], tuple[int, int]],
+) -> list[Replica]:
+    """Every replica index the spec asks for, in canonical order, with its attempts."""
+    by_slot: dict[tuple[ReplicaType, int], list[Attempt]] = {}
+    for attempt in attempts:
+        by_slot.setdefault((attempt.rtype, attempt.index), []).append(attempt)
+    return [
+        Replica(
+            rtype=rtype,
+            index=index,
+            policy=spec.mxReplicaSpecs[rtype].restartPolicy,
+            attempts=tuple(sorted(by_slot.get((rtype, index), []), key=lambda a: a.attempt)),
+            recorded=recorded.get((rtype, index), (0, 0)),
+        )
+        for rtype in spec.types()
+        for index in range(spec.replicas(rtype))
+    ]

@@ -1,0 +1,147 @@
+"""Check an MXJob against contract section 2 and return its typed spec."""
+
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.defaults import SpecError, normalise
+from app.names import MAX_NAME, child_name
+from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
+
+_DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+MAIN_CONTAINER = "mxnet"
+
+
+def parse(job_name: str, raw_spec: Any) -> MXJobSpec:
+    """Return the defaulted, validated spec, or raise SpecError naming every broken rule."""
+    try:
+        spec = MXJobSpec.model_validate(normalise(raw_spec))
+    except ValidationError as err:
+        raise SpecError([_describe(e) for e in err.errors()]) from None
+    problems = _name_problems(job_name, spec) + _shape_problems(spec)
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        problems += _template_problems(rtype, replica)
+    if problems:
+        raise SpecError(problems)
+    return spec
+
+
+def _describe(error: Any) -> str:
+    field = ".".join(str(part) for part in ("spec", *error["loc"]))
+    return f"{field}: {error['msg']}"
+
+
+def _name_problems(job_name: str, spec: MXJobSpec) -> list[str]:
+    if not _DNS_1035.fullmatch(job_name):
+        return [
+            f"metadata.name: {job_name!r} must be a DNS-1035 label "
+            "(lower-case letters, digits and '-', starting with a letter)"
+        ]
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        longest = child_name(job_name, rtype, max(replica.replicas - 1, 0))
+        if len(longest) > MAX_NAME:
+            return [
+                f"metadata.name: too long: child name {longest!r} has {len(longest)} "
+                f"characters, a Service name allows at most {MAX_NAME}"
+            ]
+    return []
+
+
+def _shape_problems(spec: MXJobSpec) -> list[str]:
+    types = set(spec.mxReplicaSpecs)
+    if not types:
+        return ["spec.mxReplicaSpecs: needs at least one replica spec"]
+    allowed = TRAIN_TYPES if spec.jobMode == "MXTrain" else TUNE_TYPES
+    foreign = sorted(t.value for t in types - set(allowed))
+    if foreign:
+        names = ", ".join(t.value for t in allowed)
+        return [f"spec.mxReplicaSpecs: jobMode {spec.jobMode} allows only {names}, got {foreign}"]
+    if spec.jobMode == "MXTrain":
+        return _train_problems(spec)
+    return _tune_problems(spec)
+
+
+def _train_problems(spec: MXJobSpec) -> list[str]:
+    problems = []
+    schedulers = spec.replicas(ReplicaType.SCHEDULER)
+    if schedulers > 1:
+        problems.append("spec.mxReplicaSpecs.Scheduler.replicas: must be at most 1")
+    needs_scheduler = spec.replicas(ReplicaType.SERVER) > 0 or spec.replicas(ReplicaType.WORKER) > 1
+    if needs_scheduler and schedulers == 0:
+        problems.append(
+            "spec.mxReplicaSpecs.Scheduler: required (1 replica) when the job has a Server "
+            "or more than one Worker"
+        )
+    return problems
+
+
+def _tune_problems(spec: MXJobSpec) -> list[str]:
+    return [
+        f"spec.mxReplicaSpecs.{rtype.value}.replicas: an MXTune job needs exactly one {rtype.value}"
+        for rtype in (ReplicaType.TUNER_TRACKER, ReplicaType.TUNER)
+        if spec.replicas(rtype) != 1
+    ]
+
+
+def _template_problems(rtype: ReplicaType, replica: ReplicaSpec) -> list[str]:
+    field = f"spec.mxReplicaSpecs.{rtype.value}.template"
+    problems = _metadata_problems(field, replica.template.get("metadata"))
+    return problems + _containers_problems(field, replica.template.get("spec"))
+
+
+def _metadata_problems(field: str, metadata: Any) -> list[str]:
+    if metadata is None:
+        return []
+    if not isinstance(metadata, dict):
+        return [f"{field}.metadata: must be an object"]
+    return [
+        f"{field}.metadata.{key}: must map strings to strings"
+        for key in ("labels", "annotations")
+        if not _string_map(metadata.get(key, {}))
+    ]
+
+
+def _string_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _containers_problems(field: str, pod_spec: Any) -> list[str]:
+    containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+    if not isinstance(containers, list) or not containers:
+        return [f"{field}.spec.containers: needs at least one container"]
+    problems = []
+    for n, container in enumerate(containers):
+        problems += _container_problems(f"{field}.spec.containers[{n}]", container)
+    names = [c.get("name") for c in containers if isinstance(c, dict)]
+    if MAIN_CONTAINER not in names:
+        problems.append(f"{field}.spec.containers: one container must be named {MAIN_CONTAINER!r}")
+    return problems + _port_problems(field, containers)
+
+
+def _container_problems(field: str, container: Any) -> list[str]:
+    if not isinstance(container, dict):
+        return [f"{field}: must be an object"]
+    problems = []
+    if not isinstance(container.get("image"), str) or not container["image"]:
+        problems.append(f"{field}.image: must be a non-empty string")
+    env = container.get("env", [])
+    if not isinstance(env, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) for e in env
+    ):
+        problems.append(f"{field}.env: must be a list of objects with a name")
+    return problems
+
+
+def _port_problems(field: str, containers: list[Any]) -> list[str]:
+    for n, container in enumerate(containers):
+        if not isinstance(container, dict) or container.get("name") != MAIN_CONTAINER:
+            continue
+        ports = container.get("ports", [])
+        if not isinstance(ports, list) or not all(isinstance(p, dict) for p in ports):
+            return [f"{field}.spec.containers[{n}].ports: must be a list of objects"]
+        for m, port in enumerate(ports):
+            number = port.get("containerPort")
+            if type(number) is not int or not 0 < number < 65536:
+                return [f"{field}.spec.containers[{n}].ports[{m}].containerPort: must be 1-65535"]
+    return []
