@@ -48,7 +48,7 @@ def main_port(replica: ReplicaSpec) -> int:
 
 
 def tuner_label(replica: ReplicaSpec) -> str:
-    annotations = replica.template.get("metadata", {}).get("annotations") or {}
+    annotations = (replica.template.get("metadata") or {}).get("annotations") or {}
     label = annotations.get(TUNER_SERVER_KEY, replica.label or "")
     return str(label)
 

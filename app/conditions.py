@@ -12,6 +12,7 @@ SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED)
 _EXCLUSIVE = {RUNNING: RESTARTING, RESTARTING: RUNNING}
+_STATUSES = ("True", "False", "Unknown")
 _FIELDS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
 
 
@@ -21,7 +22,7 @@ def parse(raw: Any) -> list[Condition]:
         return []
     out: dict[str, Condition] = {}
     for item in raw:
-        if isinstance(item, dict) and item.get("type") in TYPES:
+        if isinstance(item, dict) and item.get("type") in TYPES and item.get("status") in _STATUSES:
             out.pop(item["type"], None)
             out[item["type"]] = {k: item[k] for k in _FIELDS if isinstance(item.get(k), str)}
     return list(out.values())

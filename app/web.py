@@ -9,10 +9,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app import metrics
+from app import metrics, settings
 from app.envelope import BadRequest, SyncRequest
 from app.reconcile import sync
 from app.status import REASON_INVALID
+
+SETTINGS = settings.from_env()
 
 app = FastAPI(
     title="mxjob-controller",
@@ -33,7 +35,7 @@ async def sync_hook(request: Request) -> Response:
     started = time.perf_counter()
     body = await request.body()
     try:
-        answer = sync(_json(body), datetime.now(UTC))
+        answer = sync(_json(body), SETTINGS.frozen_clock or datetime.now(UTC))
     except BadRequest as err:
         metrics.observe("bad_request", time.perf_counter() - started)
         return JSONResponse({"detail": str(err)}, status_code=422)

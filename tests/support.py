@@ -1,0 +1,149 @@
+"""Builders of MXJobs, sync requests and observed children for the tests."""
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.reconcile import sync
+
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
+IMAGE = "mxjob/mxnet:1.9.1"
+UID = "6a1c0e4e-3f5b-4a55-9d7e-0d2f1b6c9a10"
+
+
+def container(**extra: Any) -> dict[str, Any]:
+    return {"name": "mxnet", "image": IMAGE} | extra
+
+
+def replica(replicas: int = 1, policy: str | None = None, **template_extra: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "replicas": replicas,
+        "template": {"spec": {"containers": [container()]}} | template_extra,
+    }
+    if policy:
+        spec["restartPolicy"] = policy
+    return spec
+
+
+def train_spec(servers: int = 2, workers: int = 2, policy: str = "Never") -> dict[str, Any]:
+    specs = {"Scheduler": replica(1, policy), "Worker": replica(workers, policy)}
+    if servers:
+        specs["Server"] = replica(servers, policy)
+    return {"jobMode": "MXTrain", "mxReplicaSpecs": specs}
+
+
+def mxjob(spec: dict[str, Any], name: str = "mnist", status: Any = None) -> dict[str, Any]:
+    job: dict[str, Any] = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name, "namespace": "default", "uid": UID, "generation": 1},
+        "spec": spec,
+    }
+    if status is not None:
+        job["status"] = status
+    return job
+
+
+def request(
+    parent: dict[str, Any], pods: list[dict[str, Any]] = (), services: list[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    """A sync request as Metacontroller v4 sends it (hook version v2 keys)."""
+    ns = parent["metadata"].get("namespace", "default")
+    return {
+        "controller": {
+            "apiVersion": "metacontroller.k8s.io/v1alpha1",
+            "kind": "CompositeController",
+            "metadata": {"name": "mxjob-controller"},
+        },
+        "parent": parent,
+        "children": {
+            "Pod.v1": {f"{ns}/{p['metadata']['name']}": p for p in pods},
+            "Service.v1": {f"{ns}/{s['metadata']['name']}": s for s in services},
+        },
+        "related": {},
+        "finalizing": False,
+    }
+
+
+def observed(child: dict[str, Any], **status: Any) -> dict[str, Any]:
+    """A desired child as the API server would show it once created."""
+    out = copy.deepcopy(child)
+    meta = out["metadata"]
+    meta["labels"] = meta.get("labels", {}) | {"controller-uid": UID}
+    meta["uid"] = f"uid-{meta['name']}"
+    meta["resourceVersion"] = "1000"
+    meta["ownerReferences"] = [
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "MXJob",
+            "name": "mnist",
+            "uid": UID,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    if status:
+        out["status"] = status
+    return out
+
+
+def pod_status(phase: str, exit_code: int | None = None, restarts: int = 0, **extra: Any) -> dict:
+    """Pod status as the kubelet reports it for a pod with one `mxnet` container."""
+    state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}}
+    if phase == "Running":
+        state = {"running": {"startedAt": "2026-11-22T11:59:00Z"}}
+    if exit_code is not None:
+        state = {
+            "terminated": {
+                "exitCode": exit_code,
+                "reason": "Completed" if exit_code == 0 else "Error",
+            }
+        }
+    status = {
+        "phase": phase,
+        "containerStatuses": [
+            {
+                "name": "mxnet",
+                "ready": phase == "Running",
+                "restartCount": restarts,
+                "image": IMAGE,
+                "state": state,
+            }
+        ],
+    }
+    return status | extra
+
+
+def pods_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in response["children"] if c["kind"] == "Pod"]
+
+
+def services_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in response["children"] if c["kind"] == "Service"]
+
+
+def names(children: list[dict[str, Any]]) -> list[str]:
+    return [c["metadata"]["name"] for c in children]
+
+
+def step(
+    parent: dict[str, Any],
+    previous: dict[str, Any],
+    phases: dict[str, dict[str, Any]],
+    now: datetime = NOW,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Observe the previous answer's children with the given pod statuses and sync again.
+
+    Returns (request, response). Pods missing from `phases` are observed Pending."""
+    pods = [
+        observed(p, **phases.get(p["metadata"]["name"], pod_status("Pending")))
+        for p in pods_of(previous)
+    ]
+    services = [observed(s) for s in services_of(previous)]
+    parent = parent | {"status": previous["status"]}
+    req = request(parent, pods, services)
+    return req, sync(copy.deepcopy(req), now)
+
+
+def later(seconds: int) -> datetime:
+    return NOW + timedelta(seconds=seconds)

@@ -1,0 +1,137 @@
+"""The real server: uvicorn on a free loopback port, the golden requests over HTTP."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.golden_cases import CASES, paths, times
+
+ROOT = Path(__file__).parent.parent
+NOW = times()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def serve(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=os.environ | env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the hook did not start within 20 s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def golden_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    """One server per golden case, its clock frozen at that case's time."""
+    name = request.param
+    proc, url = serve({"MXJOB_FROZEN_CLOCK": NOW[name].isoformat()})
+    yield name, url
+    stop(proc)
+
+
+def test_golden_request_over_http(golden_server: tuple[str, str]) -> None:
+    name, url = golden_server
+    request_path, response_path = paths(name)
+    answer = httpx.post(
+        f"{url}/sync",
+        content=request_path.read_bytes(),
+        headers={"Content-Type": "application/json"},
+        timeout=10,
+    )
+    assert answer.status_code == 200
+    assert answer.json() == json.loads(response_path.read_text())
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    proc, url = serve({})
+    yield url
+    stop(proc)
+
+
+@pytest.mark.parametrize(
+    ("body", "detail"),
+    [
+        pytest.param(b"not json", "request body is not JSON", id="not-json"),
+        pytest.param(b"[1, 2]", "a sync request is a JSON object", id="not-an-object"),
+        pytest.param(b"{}", "parent: Field required", id="no-parent"),
+        pytest.param(b'{"parent": {"metadata": {}}}', "parent.metadata.name", id="no-name"),
+        pytest.param(
+            b'{"parent": {"kind": "TFJob", "metadata": {"name": "a"}}}',
+            "parent.kind",
+            id="other-kind",
+        ),
+    ],
+)
+def test_not_a_sync_request_is_a_4xx_with_a_reason(server: str, body: bytes, detail: str) -> None:
+    answer = httpx.post(f"{server}/sync", content=body, timeout=10)
+    assert answer.status_code == 422
+    assert detail in answer.json()["detail"]
+
+
+def _samples(url: str) -> dict[tuple[str, str], float]:
+    text = httpx.get(f"{url}/metrics", timeout=5).text
+    return {
+        (sample.name, sample.labels.get("outcome", "")): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_healthz_and_metrics_count_syncs_by_outcome(server: str) -> None:
+    good = paths("new-job")[0].read_bytes()
+    invalid = paths("invalid-spec")[0].read_bytes()
+    before = _samples(server)
+    for body in (good, good, invalid, b"nope"):
+        httpx.post(f"{server}/sync", content=body, timeout=10)
+    after = _samples(server)
+    assert httpx.get(f"{server}/healthz", timeout=5).text == "ok"
+    counted = {
+        key: after[key] - before.get(key, 0)
+        for key in after
+        if key[0] in ("mxjob_sync_requests_total", "mxjob_sync_duration_seconds_count")
+    }
+    assert counted == {
+        ("mxjob_sync_requests_total", "ok"): 2,
+        ("mxjob_sync_requests_total", "invalid_spec"): 1,
+        ("mxjob_sync_requests_total", "bad_request"): 1,
+        ("mxjob_sync_duration_seconds_count", "ok"): 2,
+        ("mxjob_sync_duration_seconds_count", "invalid_spec"): 1,
+        ("mxjob_sync_duration_seconds_count", "bad_request"): 1,
+    }

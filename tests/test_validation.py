@@ -1,0 +1,259 @@
+"""Contract section 2: every rule, with the message that names the field."""
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from app.defaults import SpecError
+from app.validation import parse
+from tests.support import replica, train_spec
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _tune() -> dict[str, Any]:
+    return {
+        "jobMode": "MXTune",
+        "mxReplicaSpecs": {
+            "TunerTracker": replica(),
+            "TunerServer": replica(2),
+            "Tuner": replica(),
+        },
+    }
+
+
+def _set(path: str, value: Any) -> Edit:
+    def edit(spec: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = spec
+        for key in parents:
+            node = node[key]
+        node[last] = value
+
+    return edit
+
+
+def _drop(path: str) -> Edit:
+    def edit(spec: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node = spec
+        for key in parents:
+            node = node[key]
+        del node[last]
+
+    return edit
+
+
+W = "mxReplicaSpecs.Worker"
+WT = "spec.mxReplicaSpecs.Worker.template"
+
+
+@pytest.mark.parametrize(
+    ("name", "edit", "problem"),
+    [
+        pytest.param(
+            "MNIST", None, "metadata.name: 'MNIST' must be a DNS-1035 label", id="upper-case-name"
+        ),
+        pytest.param(
+            "1job", None, "metadata.name: '1job' must be a DNS-1035 label", id="digit-first"
+        ),
+        pytest.param(
+            "a" * 55,
+            None,
+            "metadata.name: too long: child name 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-scheduler-0' has 67 characters",
+            id="too-long",
+        ),
+        pytest.param(
+            "mnist",
+            _set("mxReplicaSpecs", {}),
+            "spec.mxReplicaSpecs: needs at least one replica spec",
+            id="no-replicas",
+        ),
+        pytest.param(
+            "mnist",
+            _drop("mxReplicaSpecs"),
+            "spec.mxReplicaSpecs: Field required",
+            id="no-mxReplicaSpecs",
+        ),
+        pytest.param(
+            "mnist",
+            _drop(f"{W}.template"),
+            "spec.mxReplicaSpecs.Worker.template: Field required",
+            id="no-template",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.spec.containers", []),
+            f"{WT}.spec.containers: needs at least one container",
+            id="no-containers",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.spec.containers", [{"name": "mxnet"}]),
+            f"{WT}.spec.containers[0].image: must be a non-empty string",
+            id="no-image",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.spec.containers", [{"name": "main", "image": "x"}]),
+            f"{WT}.spec.containers: one container must be named 'mxnet'",
+            id="no-mxnet-container",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.replicas", -1),
+            "spec.mxReplicaSpecs.Worker.replicas: Input should be greater than or equal to 0",
+            id="negative-replicas",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.replicas", "2"),
+            "spec.mxReplicaSpecs.Worker.replicas: Input should be a valid integer",
+            id="string-replicas",
+        ),
+        pytest.param(
+            "mnist",
+            _set("mxReplicaSpecs.Scheduler.replicas", 2),
+            "spec.mxReplicaSpecs.Scheduler.replicas: must be at most 1",
+            id="two-schedulers",
+        ),
+        pytest.param(
+            "mnist",
+            _drop("mxReplicaSpecs.Scheduler"),
+            "spec.mxReplicaSpecs.Scheduler: required (1 replica) when the job has a Server or more than one Worker",
+            id="server-without-scheduler",
+        ),
+        pytest.param(
+            "mnist",
+            _set("mxReplicaSpecs.Tuner", replica()),
+            "spec.mxReplicaSpecs: jobMode MXTrain allows only Scheduler, Server, Worker, got ['Tuner']",
+            id="train-with-tuner",
+        ),
+        pytest.param(
+            "mnist",
+            _set("jobMode", "MXServe"),
+            "spec.jobMode: Input should be 'MXTrain' or 'MXTune'",
+            id="unknown-job-mode",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.restartPolicy", "Sometimes"),
+            "spec.mxReplicaSpecs.Worker.restartPolicy: Input should be 'Always', 'OnFailure', 'Never' or 'ExitCode'",
+            id="unknown-restart-policy",
+        ),
+        pytest.param(
+            "mnist",
+            _set("runPolicy", {"backoffLimit": -1}),
+            "spec.runPolicy.backoffLimit: Input should be greater than or equal to 0",
+            id="negative-backoff",
+        ),
+        pytest.param(
+            "mnist",
+            _set("runPolicy", {"activeDeadlineSeconds": -5}),
+            "spec.runPolicy.activeDeadlineSeconds: Input should be greater than or equal to 0",
+            id="negative-deadline",
+        ),
+        pytest.param(
+            "mnist",
+            _set("runPolicy", {"ttlSecondsAfterFinished": -5}),
+            "spec.runPolicy.ttlSecondsAfterFinished: Input should be greater than or equal to 0",
+            id="negative-ttl",
+        ),
+        pytest.param(
+            "mnist",
+            _set("runPolicy", {"cleanPodPolicy": "Some"}),
+            "spec.runPolicy.cleanPodPolicy: Input should be 'All', 'Running' or 'None'",
+            id="unknown-clean-pod-policy",
+        ),
+        pytest.param(
+            "mnist",
+            _set("runPolicy", {"schedulingPolicy": {"minAvailable": -1}}),
+            "spec.runPolicy.schedulingPolicy.minAvailable: Input should be greater than or equal to 0",
+            id="negative-min-available",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.metadata", {"labels": {"a": 1}}),
+            f"{WT}.metadata.labels: must map strings to strings",
+            id="label-not-string",
+        ),
+        pytest.param(
+            "mnist",
+            _set(
+                f"{W}.template.spec.containers",
+                [{"name": "mxnet", "image": "x", "env": [{"value": "1"}]}],
+            ),
+            f"{WT}.spec.containers[0].env: must be a list of objects with a name",
+            id="env-without-name",
+        ),
+        pytest.param(
+            "mnist",
+            _set(
+                f"{W}.template.spec.containers",
+                [{"name": "mxnet", "image": "x", "ports": [{"containerPort": 0}]}],
+            ),
+            f"{WT}.spec.containers[0].ports[0].containerPort: must be 1-65535",
+            id="bad-port",
+        ),
+    ],
+)
+def test_invalid_train_spec(name: str, edit: Edit | None, problem: str) -> None:
+    spec = copy.deepcopy(train_spec())
+    if edit:
+        edit(spec)
+    with pytest.raises(SpecError) as err:
+        parse(name, spec)
+    assert any(p.startswith(problem) for p in err.value.problems), err.value.problems
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        pytest.param(
+            _drop("mxReplicaSpecs.TunerTracker"),
+            "spec.mxReplicaSpecs.TunerTracker.replicas: an MXTune job needs exactly one TunerTracker",
+            id="no-tracker",
+        ),
+        pytest.param(
+            _set("mxReplicaSpecs.Tuner.replicas", 2),
+            "spec.mxReplicaSpecs.Tuner.replicas: an MXTune job needs exactly one Tuner",
+            id="two-tuners",
+        ),
+        pytest.param(
+            _set("mxReplicaSpecs.Worker", replica()),
+            "spec.mxReplicaSpecs: jobMode MXTune allows only TunerTracker, TunerServer, Tuner, got ['Worker']",
+            id="tune-with-worker",
+        ),
+    ],
+)
+def test_invalid_tune_spec(edit: Edit, problem: str) -> None:
+    spec = _tune()
+    edit(spec)
+    with pytest.raises(SpecError) as err:
+        parse("tune", spec)
+    assert err.value.problems == [problem]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param(train_spec(), id="distributed"),
+        pytest.param({"mxReplicaSpecs": {"Worker": replica()}}, id="single-worker"),
+        pytest.param(
+            {"mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica(4)}}, id="no-servers"
+        ),
+        pytest.param(_tune(), id="tune"),
+        pytest.param({"mxReplicaSpecs": {"worker": replica(0)}}, id="zero-replicas"),
+    ],
+)
+def test_valid_specs(spec: dict[str, Any]) -> None:
+    assert parse("job", spec).mxReplicaSpecs
+
+
+def test_longest_valid_name_fits_a_service_name() -> None:
+    name = "a" * (63 - len("-scheduler-0"))
+    assert parse(name, {"mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()}})
+    with pytest.raises(SpecError):
+        parse(name + "a", {"mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()}})
