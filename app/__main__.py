@@ -1,20 +1,42 @@
 """Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job."""
 
 import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
 
 import uvicorn
 
+from app.render import RenderError, render
 
-def main(argv: list[str] | None = None) -> None:
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the sync hook")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    dry_run = commands.add_parser(
+        "render", help="print the status and children the hook gives MXJobs at creation"
+    )
+    dry_run.add_argument("file", help="YAML file with one or more MXJobs, or - for stdin")
+    dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
     args = parser.parse_args(argv)
     if args.command == "serve":
         uvicorn.run("app.web:app", host=args.host, port=args.port, log_level="info")
+        return 0
+    return _render(args.file, args.namespace)
+
+
+def _render(path: str, namespace: str) -> int:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+        sys.stdout.write(render(text, datetime.now(UTC), namespace))
+    except (OSError, UnicodeDecodeError, RenderError) as err:
+        print(f"render: {path}: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""`python -m app render`: the hook's answer at creation, as YAML, without a cluster."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.reconcile import sync
+from app.render import RenderError, render
+from tests import support as s
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_render_is_the_sync_answer_as_yaml() -> None:
+    job = s.mxjob(s.train_spec())
+    documents = list(yaml.safe_load_all(render(yaml.safe_dump(job), s.NOW)))
+    answer = sync(s.request(job), s.NOW)
+    assert documents == [job | {"status": answer["status"]}, *answer["children"]]
+
+
+def test_render_fills_in_the_namespace_and_takes_several_jobs() -> None:
+    first, second = s.mxjob(s.train_spec(), "a"), s.mxjob(s.train_spec(0, 1), "b")
+    del first["metadata"]["namespace"]
+    text = yaml.safe_dump_all([first, second])
+    documents = list(yaml.safe_load_all(render(text, s.NOW, namespace="team")))
+    kinds = [(d["kind"], d["metadata"]["name"], d["metadata"]["namespace"]) for d in documents]
+    assert kinds[0] == ("MXJob", "a", "team")
+    assert ("MXJob", "b", "default") in kinds
+    assert [k for k in kinds if k[0] == "Pod"] == [
+        ("Pod", "a-scheduler-0", "team"),
+        ("Pod", "a-server-0", "team"),
+        ("Pod", "a-server-1", "team"),
+        ("Pod", "a-worker-0", "team"),
+        ("Pod", "a-worker-1", "team"),
+        ("Pod", "b-scheduler-0", "default"),
+        ("Pod", "b-worker-0", "default"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("a: [", "not YAML", id="not-yaml"),
+        pytest.param("", "no MXJob in the input", id="empty"),
+        pytest.param("kind: Pod\n", "document 1 is not an MXJob", id="not-an-mxjob"),
+        pytest.param(
+            "kind: MXJob\nmetadata: {}\n", "document 1: not a valid sync request", id="no-name"
+        ),
+    ],
+)
+def test_render_rejects(text: str, message: str) -> None:
+    with pytest.raises(RenderError, match=message):
+        render(text, s.NOW)
+
+
+def test_render_command(tmp_path: Path) -> None:
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(s.mxjob(s.train_spec())))
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "render", str(manifest)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    names = [
+        d["metadata"]["name"] for d in yaml.safe_load_all(done.stdout) if d["kind"] == "Service"
+    ]
+    assert names == [
+        "mnist-scheduler-0",
+        "mnist-server-0",
+        "mnist-server-1",
+        "mnist-worker-0",
+        "mnist-worker-1",
+    ]
+    missing = subprocess.run(
+        [sys.executable, "-m", "app", "render", str(tmp_path / "none.yaml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode == 2
+    assert "No such file" in missing.stderr
