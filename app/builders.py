@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import names
+from app.gang import GangScheduler, join
 from app.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
 
 MAIN_CONTAINER = "mxnet"
@@ -32,10 +33,13 @@ class Job:
     spec: MXJobSpec
     mx_config_head: str
     dmlc_env: tuple[dict[str, str], ...]
+    gang: GangScheduler | None = None
 
 
-def job_context(name: str, namespace: str | None, spec: MXJobSpec) -> Job:
-    return Job(name, namespace, spec, _mx_config_head(name, spec), _dmlc_env(name, spec))
+def job_context(
+    name: str, namespace: str | None, spec: MXJobSpec, scheduler: GangScheduler | None = None
+) -> Job:
+    return Job(name, namespace, spec, _mx_config_head(name, spec), _dmlc_env(name, spec), scheduler)
 
 
 def main_port(replica: ReplicaSpec) -> int:
@@ -158,12 +162,15 @@ def pod(
         "containers": [_container(c, env) for c in template["spec"]["containers"]],
     }
     name = names.pod_name(job.name, rtype, index, attempt)
-    return {
+    built = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _metadata(job, name, labels, annotations),
         "spec": spec,
     }
+    if job.gang:
+        join(job.gang, built, job.name)
+    return built
 
 
 def service(

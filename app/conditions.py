@@ -65,8 +65,8 @@ def set_condition(
 
 
 def _stopped(condition: Condition, reason: str, message: str, now: str) -> Condition:
-    """A finished job is no longer running."""
-    if condition.get("type") != RUNNING or condition.get("status") != "True":
+    """A finished job is neither running nor restarting."""
+    if condition.get("type") not in (RUNNING, RESTARTING) or condition.get("status") != "True":
         return condition
     return condition | {
         "status": "False",

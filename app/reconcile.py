@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
-from app import builders, conditions, envelope
+from app import builders, conditions, envelope, gang
 from app.defaults import SpecError
 from app.pods import Attempt, observe
 from app.replicas import Replica, recorded_attempts, replicas_of
@@ -34,13 +34,17 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
         spec = parse(name, parent.spec)
     except SpecError as err:
         return _invalid(request, previous, err, now)
-    job = builders.job_context(name, parent.metadata.namespace, spec)
+    job = builders.job_context(
+        name, parent.metadata.namespace, spec, gang.declared(request.children)
+    )
     pods = request.observed(envelope.POD)
     attempts = observe(pods, name)
     recorded = recorded_attempts(request.observed(envelope.SERVICE), name)
     replicas = replicas_of(spec, attempts, recorded)
     outcome = decide(name, spec, replicas, previous, now)
     children, resync = _children(job, replicas, attempts, outcome, previous, now)
+    if job.gang and children:
+        children.insert(0, gang.pod_group(job.gang, name, job.namespace, spec))
     status = _status(outcome.conditions, replica_statuses(spec, replicas), outcome.start_time)
     return {"status": status, "children": children, "resyncAfterSeconds": resync}
 

@@ -3,6 +3,7 @@
 `python -m tests.golden_cases` rewrites tests/golden/*.json from these cases; review the diff,
 since the response files are the hook's expected answers."""
 
+import copy
 import json
 import sys
 from collections.abc import Callable
@@ -30,14 +31,26 @@ def _train() -> dict[str, Any]:
     return s.mxjob(spec)
 
 
-def _life(*phases: dict[str, dict[str, Any]]) -> Case:
-    """Replay the train job from creation through the given observed pod phases."""
-    parent = _train()
-    req, at = s.request(parent), s.NOW
+def _run(
+    parent: dict[str, Any], *phases: dict[str, dict[str, Any]], child_types: tuple[str, ...] = ()
+) -> tuple[dict[str, Any], dict[str, Any], datetime]:
+    """Replay a job from creation through the given observed pod phases, one sync every
+    30 seconds. Returns the last request, its answer and its time."""
+    req = s.request(parent, others={kind: [] for kind in child_types})
+    at = s.NOW
     answer = sync(req, at)
     for n, observed in enumerate(phases, start=1):
         at = s.later(30 * n)
-        req, answer = s.step(parent, answer, observed, at)
+        req, answer = s.step(parent, answer, observed, at, child_types)
+    return req, answer, at
+
+
+def _life(
+    *phases: dict[str, dict[str, Any]],
+    parent: dict[str, Any] | None = None,
+    child_types: tuple[str, ...] = (),
+) -> Case:
+    req, _, at = _run(parent or _train(), *phases, child_types=child_types)
     return req, at
 
 
@@ -96,6 +109,191 @@ def invalid_spec_running_job() -> Case:
     req, _ = _life({}, _all(RUNNING), _all(RUNNING))
     req["parent"]["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
     return req, s.later(120)
+
+
+def _with(run_policy: dict[str, Any], policy: str = "ExitCode") -> dict[str, Any]:
+    job = s.mxjob(s.train_spec(servers=2, workers=2, policy=policy))
+    job["spec"]["runPolicy"] = run_policy
+    return job
+
+
+KILLED = s.pod_status("Failed", exit_code=137)
+WORKER_1_KILLED = _all(RUNNING) | {"mnist-worker-1": KILLED}
+
+
+@case
+def worker_killed_restarting() -> Case:
+    return _life({}, _all(RUNNING), WORKER_1_KILLED, parent=_with({}))
+
+
+@case
+def worker_replacement_running() -> Case:
+    replaced = WORKER_1_KILLED | {"mnist-worker-1-r1": RUNNING}
+    return _life({}, _all(RUNNING), WORKER_1_KILLED, replaced, replaced, parent=_with({}))
+
+
+@case
+def backoff_limit_exceeded() -> Case:
+    again = WORKER_1_KILLED | {"mnist-worker-1-r1": KILLED}
+    return _life({}, _all(RUNNING), WORKER_1_KILLED, again, parent=_with({"backoffLimit": 1}))
+
+
+@case
+def deadline_counting_down() -> Case:
+    return _life({}, _all(RUNNING), parent=_with({"activeDeadlineSeconds": 100}))
+
+
+@case
+def deadline_exceeded() -> Case:
+    job = _with({"activeDeadlineSeconds": 100})
+    _req, answer, _ = _run(job, {}, _all(RUNNING), _all(RUNNING))
+    return s.step(job, answer, _all(RUNNING), s.later(100))[0], s.later(100)
+
+
+@case
+def deadline_exceeded_cleanup() -> Case:
+    job = _with({"activeDeadlineSeconds": 100, "cleanPodPolicy": "None"})
+    _, answer, _ = _run(job, {}, _all(RUNNING), _all(RUNNING))
+    _, answer = s.step(job, answer, _all(RUNNING), s.later(100))
+    return s.step(job, answer, _all(RUNNING), s.later(101))[0], s.later(101)
+
+
+def _suspended() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    job = _with({})
+    _, answer, _ = _run(job, {}, _all(RUNNING))
+    stopped = copy.deepcopy(job)
+    stopped["spec"]["runPolicy"]["suspend"] = True
+    return job, stopped, s.step(stopped, answer, _all(RUNNING), s.later(90))[1]
+
+
+@case
+def suspended() -> Case:
+    job = _with({})
+    _, answer, _ = _run(job, {}, _all(RUNNING))
+    stopped = copy.deepcopy(job)
+    stopped["spec"]["runPolicy"]["suspend"] = True
+    return s.step(stopped, answer, _all(RUNNING), s.later(90))[0], s.later(90)
+
+
+@case
+def resumed() -> Case:
+    job, _, answer = _suspended()
+    return s.request(job | {"status": answer["status"]}), s.later(600)
+
+
+def _succeeded(run_policy: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    job = _with(run_policy)
+    finished = _all(RUNNING) | _all(DONE, "scheduler-0", "worker-0", "worker-1")
+    _, answer, _ = _run(job, {}, _all(RUNNING), finished)
+    return job, answer
+
+
+@case
+def ttl_waiting() -> Case:
+    job, answer = _succeeded({"ttlSecondsAfterFinished": 600, "cleanPodPolicy": "None"})
+    finished = _all(RUNNING) | _all(DONE, "scheduler-0", "worker-0", "worker-1")
+    return s.step(job, answer, finished, s.later(120))[0], s.later(120)
+
+
+@case
+def ttl_expired() -> Case:
+    job, answer = _succeeded({"ttlSecondsAfterFinished": 600, "cleanPodPolicy": "None"})
+    finished = _all(RUNNING) | _all(DONE, "scheduler-0", "worker-0", "worker-1")
+    return s.step(job, answer, finished, s.later(90 + 600))[0], s.later(90 + 600)
+
+
+def _tune() -> dict[str, Any]:
+    tracker = s.replica(1)
+    server = s.replica(2) | {"label": "2080ti"}
+    tuner = s.replica(1, metadata={"annotations": {"tuner-server-key": "2080ti"}})
+    spec = {
+        "jobMode": "MXTune",
+        "mxReplicaSpecs": {"TunerTracker": tracker, "TunerServer": server, "Tuner": tuner},
+    }
+    return s.mxjob(spec, "auto-tuning")
+
+
+TUNE = ("tunertracker-0", "tunerserver-0", "tunerserver-1", "tuner-0")
+
+
+@case
+def tune_job_running() -> Case:
+    running = {f"auto-tuning-{p}": RUNNING for p in TUNE}
+    return _life({}, running, parent=_tune())
+
+
+@case
+def tune_job_succeeded() -> Case:
+    running = {f"auto-tuning-{p}": RUNNING for p in TUNE}
+    return _life({}, running, running | {"auto-tuning-tuner-0": DONE}, parent=_tune())
+
+
+@case
+def byteps_new_job() -> Case:
+    spec = s.train_spec(servers=1, workers=2)
+    for rtype, replica in spec["mxReplicaSpecs"].items():
+        mxnet = replica["template"]["spec"]["containers"][0]
+        mxnet["image"] = "bytepsimage/mxnet"
+        mxnet["command"] = ["bpslaunch"]
+        if rtype == "Worker":
+            mxnet["args"] = ["python3", "/usr/local/byteps/example/mxnet/train_imagenet_byteps.py"]
+            mxnet["resources"] = {"limits": {"nvidia.com/gpu": 8}}
+    return _life(parent=s.mxjob(spec, "byteps-mxnet-job"))
+
+
+@case
+def single_worker_succeeded() -> Case:
+    job = s.mxjob({"mxReplicaSpecs": {"Worker": s.replica(1)}}, "mnist")
+    return _life({}, {"mnist-worker-0": RUNNING}, {"mnist-worker-0": DONE}, parent=job)
+
+
+@case
+def legacy_v1_new_job() -> Case:
+    spec = {
+        "jobMode": "MXTrain",
+        "cleanPodPolicy": "All",
+        "backoffLimit": 3,
+        "mxReplicaSpecs": {
+            "scheduler": s.replica(1, "Never"),
+            "server": s.replica(1, "Never"),
+            "worker": s.replica(1, "Never"),
+        },
+    }
+    return _life(parent=s.mxjob(spec, "mxnet-job"))
+
+
+def _gang() -> dict[str, Any]:
+    return _with(
+        {
+            "schedulingPolicy": {
+                "minAvailable": 3,
+                "queue": "research",
+                "priorityClass": "high",
+                "minResources": {"cpu": "3", "memory": "6Gi"},
+                "scheduleTimeoutSeconds": 120,
+            }
+        },
+        "Never",
+    )
+
+
+@case
+def volcano_new_job() -> Case:
+    return _life(parent=_gang(), child_types=(VOLCANO,))
+
+
+@case
+def volcano_running() -> Case:
+    return _life({}, _all(RUNNING), parent=_gang(), child_types=(VOLCANO,))
+
+
+@case
+def scheduler_plugins_new_job() -> Case:
+    return _life(parent=_gang(), child_types=(PLUGINS,))
+
+
+VOLCANO = "PodGroup.scheduling.volcano.sh/v1beta1"
+PLUGINS = "PodGroup.scheduling.x-k8s.io/v1alpha1"
 
 
 def paths(name: str) -> tuple[Path, Path]:

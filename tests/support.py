@@ -45,10 +45,18 @@ def mxjob(spec: dict[str, Any], name: str = "mnist", status: Any = None) -> dict
 
 
 def request(
-    parent: dict[str, Any], pods: list[dict[str, Any]] = (), services: list[dict[str, Any]] = ()
+    parent: dict[str, Any],
+    pods: list[dict[str, Any]] = (),
+    services: list[dict[str, Any]] = (),
+    others: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """A sync request as Metacontroller v4 sends it (hook version v2 keys)."""
+    """A sync request as Metacontroller v4 sends it (hook version v2 keys). `others` maps
+    further declared child types (e.g. a PodGroup type) to their observed children."""
     ns = parent["metadata"].get("namespace", "default")
+    extra = {
+        kind: {f"{ns}/{c['metadata']['name']}": c for c in children}
+        for kind, children in (others or {}).items()
+    }
     return {
         "controller": {
             "apiVersion": "metacontroller.k8s.io/v1alpha1",
@@ -59,7 +67,8 @@ def request(
         "children": {
             "Pod.v1": {f"{ns}/{p['metadata']['name']}": p for p in pods},
             "Service.v1": {f"{ns}/{s['metadata']['name']}": s for s in services},
-        },
+        }
+        | extra,
         "related": {},
         "finalizing": False,
     }
@@ -76,7 +85,7 @@ def observed(child: dict[str, Any], **status: Any) -> dict[str, Any]:
         {
             "apiVersion": "kubeflow.org/v1",
             "kind": "MXJob",
-            "name": "mnist",
+            "name": meta.get("labels", {}).get("training.kubeflow.org/job-name", meta["name"]),
             "uid": UID,
             "controller": True,
             "blockOwnerDeletion": True,
@@ -131,6 +140,7 @@ def step(
     previous: dict[str, Any],
     phases: dict[str, dict[str, Any]],
     now: datetime = NOW,
+    child_types: tuple[str, ...] = (),
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Observe the previous answer's children with the given pod statuses and sync again.
 
@@ -140,8 +150,12 @@ def step(
         for p in pods_of(previous)
     ]
     services = [observed(s) for s in services_of(previous)]
+    others: dict[str, list[dict[str, Any]]] = {kind: [] for kind in child_types}
+    for child in previous["children"]:
+        if child["kind"] not in ("Pod", "Service"):
+            others[f"{child['kind']}.{child['apiVersion']}"].append(observed(child))
     parent = parent | {"status": previous["status"]}
-    req = request(parent, pods, services)
+    req = request(parent, pods, services, others)
     return req, sync(copy.deepcopy(req), now)
 
 

@@ -56,26 +56,35 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="module", params=sorted(CASES))
-def golden_server(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
-    """One server per golden case, its clock frozen at that case's time."""
-    name = request.param
-    proc, url = serve({"MXJOB_FROZEN_CLOCK": NOW[name].isoformat()})
-    yield name, url
+BY_TIME: dict[str, list[str]] = {}
+for _name, _at in sorted(NOW.items()):
+    BY_TIME.setdefault(_at.isoformat(), []).append(_name)
+
+
+@pytest.fixture(scope="module", params=sorted(BY_TIME))
+def golden_server(request: pytest.FixtureRequest) -> Iterator[tuple[list[str], str]]:
+    """One server per distinct golden time, its clock frozen at that time."""
+    proc, url = serve({"MXJOB_FROZEN_CLOCK": request.param})
+    yield BY_TIME[request.param], url
     stop(proc)
 
 
-def test_golden_request_over_http(golden_server: tuple[str, str]) -> None:
-    name, url = golden_server
-    request_path, response_path = paths(name)
-    answer = httpx.post(
-        f"{url}/sync",
-        content=request_path.read_bytes(),
-        headers={"Content-Type": "application/json"},
-        timeout=10,
-    )
-    assert answer.status_code == 200
-    assert answer.json() == json.loads(response_path.read_text())
+def test_golden_requests_over_http(golden_server: tuple[list[str], str]) -> None:
+    cases, url = golden_server
+    for name in cases:
+        request_path, response_path = paths(name)
+        answer = httpx.post(
+            f"{url}/sync",
+            content=request_path.read_bytes(),
+            headers={"Content-Type": "application/json"},
+            timeout=10,
+        )
+        assert answer.status_code == 200, name
+        assert answer.json() == json.loads(response_path.read_text()), name
+
+
+def test_every_golden_case_is_sent() -> None:
+    assert sorted(n for names in BY_TIME.values() for n in names) == sorted(CASES)
 
 
 @pytest.fixture(scope="module")
