@@ -45,7 +45,7 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     children, resync = _children(job, replicas, attempts, outcome, previous, now)
     if job.gang and children:
         children.insert(0, gang.pod_group(job.gang, name, job.namespace, spec))
-    status = _status(outcome.conditions, replica_statuses(spec, replicas), outcome.start_time)
+    status = _status(outcome.conditions, _counts(spec, replicas, previous), outcome.start_time)
     return {"status": status, "children": children, "resyncAfterSeconds": resync}
 
 
@@ -60,6 +60,29 @@ def _status(
     if completed:
         status["completionTime"] = completed
     return status
+
+
+def _counts(
+    spec: MXJobSpec, replicas: list[Replica], previous: dict[str, Any]
+) -> dict[str, dict[str, int]]:
+    """Replica counts; a finished job keeps those it finished with, after clean-up too."""
+    counts = replica_statuses(spec, replicas)
+    if not conditions.finished(conditions.parse(previous.get("conditions"))):
+        return counts
+    recorded = previous.get("replicaStatuses")
+    if not isinstance(recorded, dict) or set(recorded) != set(counts):
+        return counts
+    return {t: _recorded_counts(recorded[t], counts[t]) for t in counts}
+
+
+def _recorded_counts(recorded: Any, fallback: dict[str, int]) -> dict[str, int]:
+    if not isinstance(recorded, dict):
+        return fallback
+    return {k: _count(recorded.get(k), v) for k, v in fallback.items()}
+
+
+def _count(value: Any, fallback: int) -> int:
+    return value if type(value) is int and value >= 0 else fallback
 
 
 def _completion_time(conds: list[conditions.Condition]) -> str | None:

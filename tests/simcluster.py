@@ -1,0 +1,126 @@
+"""A simulated cluster for whole-life tests: a TEST DOUBLE for Metacontroller and the kubelet.
+
+No package gives us Metacontroller's apply loop without a cluster, so this plays its documented
+part (see docs/lifecycle.md): it sends the owned children keyed `namespace/name`, creates
+missing desired children, never updates an existing pod (`OnDelete`), updates Services in place,
+deletes observed children that are not desired, then writes the status. The kubelet is a
+script: tests move pods between phases by name. With `stale=True` every sync is first sent
+with the parent status from before the last status write, and that answer is applied too,
+as happens when a child's event races the status write."""
+
+import copy
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from app.reconcile import sync
+from tests import support as s
+
+
+@dataclass
+class SimCluster:
+    parent: dict[str, Any]
+    now: datetime = s.NOW
+    stale: bool = False
+    children: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    status: dict[str, Any] | None = None
+    older_status: dict[str, Any] | None = None
+    created: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    request: dict[str, Any] = field(default_factory=dict)
+    answer: dict[str, Any] = field(default_factory=dict)
+    child_types: tuple[str, ...] = ("Pod.v1", "Service.v1")
+
+    # Metacontroller's part.
+
+    def sync(self, after: int = 0) -> dict[str, Any]:
+        """Advance the clock, then run one sync (two in stale mode) and apply the answer."""
+        self.now += timedelta(seconds=after)
+        if self.stale and self.older_status != self.status:
+            self._apply(sync(self._request(self.older_status), self.now), write_status=False)
+        self.request = self._request(self.status)
+        self.answer = sync(copy.deepcopy(self.request), self.now)
+        self._apply(self.answer, write_status=True)
+        return self.answer
+
+    def _request(self, status: dict[str, Any] | None) -> dict[str, Any]:
+        parent = copy.deepcopy(self.parent)
+        if status is not None:
+            parent["status"] = copy.deepcopy(status)
+        ns = parent["metadata"]["namespace"]
+        return {
+            "controller": {"metadata": {"name": "mxjob-controller"}},
+            "parent": parent,
+            "children": {
+                kind: {f"{ns}/{name}": copy.deepcopy(c) for name, c in sorted(group.items())}
+                for kind, group in ((k, self.children.get(k, {})) for k in self.child_types)
+            },
+            "related": {},
+            "finalizing": False,
+        }
+
+    def _apply(self, answer: dict[str, Any], write_status: bool) -> None:
+        desired = {(_kind(c), c["metadata"]["name"]): c for c in answer["children"]}
+        for kind, group in self.children.items():
+            for name in list(group):
+                if (kind, name) not in desired:
+                    del group[name]
+                    self.deleted.append(f"{kind}/{name}")
+        for (kind, name), child in desired.items():
+            group = self.children.setdefault(kind, {})
+            if name not in group:
+                status = s.pod_status("Pending") if kind == "Pod.v1" else {}
+                group[name] = s.observed(child, **status)
+                self.created.append(f"{kind}/{name}")
+            elif kind != "Pod.v1":
+                for key in ("labels", "annotations"):
+                    group[name]["metadata"][key] = child["metadata"].get(key, {})
+                group[name]["spec"] = copy.deepcopy(child["spec"])
+        if write_status:
+            self.older_status, self.status = self.status, copy.deepcopy(answer["status"])
+
+    # The kubelet's part.
+
+    def pods(self) -> dict[str, dict[str, Any]]:
+        return self.children.get("Pod.v1", {})
+
+    def set_pod(self, name: str, status: dict[str, Any]) -> None:
+        self.pods()[name]["status"] = status
+
+    def run(self, *names: str) -> None:
+        """Start the named pods, or every pending pod when none is named."""
+        for name in names or [
+            n for n, p in self.pods().items() if p["status"]["phase"] == "Pending"
+        ]:
+            self.set_pod(name, s.pod_status("Running"))
+
+    def exit(self, name: str, code: int) -> None:
+        phase = "Succeeded" if code == 0 else "Failed"
+        self.set_pod(name, s.pod_status(phase, exit_code=code))
+
+    def evict(self, name: str) -> None:
+        self.set_pod(
+            name, {"phase": "Failed", "reason": "Evicted", "message": "The node was low on memory."}
+        )
+
+    def restart_in_place(self, name: str, times: int) -> None:
+        self.set_pod(name, s.pod_status("Running", restarts=times))
+
+    # What tests look at.
+
+    def true_conditions(self) -> dict[str, str]:
+        return {
+            c["type"]: c["reason"]
+            for c in self.answer["status"]["conditions"]
+            if c["status"] == "True"
+        }
+
+    def names(self, kind: str = "Pod.v1") -> list[str]:
+        return sorted(self.children.get(kind, {}))
+
+    def phases(self) -> dict[str, str]:
+        return {n: p["status"]["phase"] for n, p in sorted(self.pods().items())}
+
+
+def _kind(child: dict[str, Any]) -> str:
+    return f"{child['kind']}.{child['apiVersion']}"
