@@ -7,7 +7,7 @@ from typing import Any
 
 from app import conditions as c
 from app.conditions import Condition
-from app.pods import describe_exit
+from app.pods import Attempt, describe_exit
 from app.replicas import Replica, Verdict
 from app.spec import MXJobSpec, ReplicaType
 
@@ -153,19 +153,22 @@ def _progress(
 
 
 def _restarting(replica: Replica) -> bool:
+    """A failed attempt is being replaced: asked for this sync, or pending."""
     if replica.verdict is Verdict.RETRY:
         return True
-    current = replica.current
-    return replica.verdict is Verdict.PENDING and current is not None and current.attempt > 0
+    failed = _replaced(replica)
+    return replica.verdict is Verdict.PENDING and failed is not None
+
+
+def _replaced(replica: Replica) -> Attempt | None:
+    previous = replica.attempts[-2] if len(replica.attempts) > 1 else None
+    return previous if previous and previous.phase == "Failed" else None
 
 
 def _exited_or_replaced(replica: Replica) -> str:
-    if replica.verdict is Verdict.RETRY:
-        return _exited(replica)
-    previous = replica.attempts[-2] if len(replica.attempts) > 1 else None
-    if previous is None:
-        return f"{replica.rtype.value} replica {replica.index} is being replaced"
-    return _exited(Replica(replica.rtype, replica.index, replica.policy, (previous,)))
+    failed = replica.current if replica.verdict is Verdict.RETRY else _replaced(replica)
+    assert failed is not None
+    return _exited(Replica(replica.rtype, replica.index, replica.policy, (failed,)))
 
 
 def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> dict[str, dict[str, int]]:

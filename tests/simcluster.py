@@ -98,6 +98,10 @@ class SimCluster:
         phase = "Succeeded" if code == 0 else "Failed"
         self.set_pod(name, s.pod_status(phase, exit_code=code))
 
+    def delete_by_hand(self, name: str) -> None:
+        """Someone else (a user, a node drain) deletes a pod."""
+        del self.pods()[name]
+
     def evict(self, name: str) -> None:
         self.set_pod(
             name, {"phase": "Failed", "reason": "Evicted", "message": "The node was low on memory."}

@@ -156,6 +156,47 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
             ),
         ],
     ),
+    "deleted-replacement-keeps-its-restart-count": (
+        job(backoffLimit=1),
+        [
+            (start, 0, CREATED, pods("Pending")),
+            (start, 5, RUNNING, pods("Running")),
+            (
+                exit_("mnist-worker-1", 137),
+                30,
+                CREATED | {"Restarting": "MXJobRestarting"},
+                KILLED_1 | {"mnist-worker-1-r1": "Pending"},
+            ),
+            (
+                start,
+                5,
+                RUNNING,
+                pods("Running", "scheduler-0", "server-0", "worker-0")
+                | {"mnist-worker-1-r1": "Running"},
+            ),
+            (
+                lambda c: c.delete_by_hand("mnist-worker-1-r1"),
+                30,
+                RUNNING,
+                pods("Running", "scheduler-0", "server-0", "worker-0")
+                | {"mnist-worker-1-r1": "Pending"},
+            ),
+            (
+                start,
+                5,
+                RUNNING,
+                pods("Running", "scheduler-0", "server-0", "worker-0")
+                | {"mnist-worker-1-r1": "Running"},
+            ),
+            (
+                exit_("mnist-worker-1-r1", 137),
+                30,
+                CREATED | {"Failed": "BackoffLimitExceeded"},
+                pods("Running", "scheduler-0", "server-0", "worker-0")
+                | {"mnist-worker-1-r1": "Failed"},
+            ),
+        ],
+    ),
     "in-place-restarts-count-against-backoff": (
         job("Always", backoffLimit=2),
         [
