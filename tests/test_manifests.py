@@ -1,0 +1,354 @@
+"""Every overlay builds with kubectl kustomize into objects the API server and Metacontroller accept."""
+
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+OVERLAYS = REPO / "manifests" / "overlays"
+KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
+CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
+HOOK_LABELS = {
+    "app.kubernetes.io/name": "mxjob-controller",
+    "app.kubernetes.io/component": "sync-hook",
+}
+VOLCANO = {
+    "apiVersion": "scheduling.volcano.sh/v1beta1",
+    "resource": "podgroups",
+    "updateStrategy": {"method": "InPlace"},
+}
+SCHEDULER_PLUGINS = {
+    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+    "resource": "podgroups",
+    "updateStrategy": {"method": "InPlace"},
+}
+# overlay: (namespace, creates the namespace, PodGroup child resource it adds)
+LAYOUT = {
+    "standalone": ("mxjob-system", True, None),
+    "kubeflow": ("kubeflow", False, None),
+    "volcano": ("mxjob-system", True, VOLCANO),
+    "scheduler-plugins": ("mxjob-system", True, SCHEDULER_PLUGINS),
+}
+
+
+@functools.cache
+def build(overlay: str) -> tuple[dict[str, Any], ...]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl (with its built-in kustomize) must be on PATH"
+    result = subprocess.run(
+        [kubectl, "kustomize", str(OVERLAYS / overlay)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return tuple(yaml.safe_load_all(result.stdout))
+
+
+def the(overlay: str, kind: str) -> dict[str, Any]:
+    (found,) = (doc for doc in build(overlay) if doc["kind"] == kind)
+    return found
+
+
+def test_every_overlay_is_covered() -> None:
+    assert sorted(p.name for p in OVERLAYS.iterdir()) == sorted(LAYOUT)
+
+
+def built_in_objects() -> list[Any]:
+    return [
+        pytest.param(overlay, n, id=f"{overlay}-{doc['kind']}")
+        for overlay in LAYOUT
+        for n, doc in enumerate(build(overlay))
+        if doc["kind"] != "CompositeController"
+    ]
+
+
+@pytest.mark.parametrize(("overlay", "index"), built_in_objects())
+def test_built_in_object_is_valid_kubernetes(overlay: str, index: int) -> None:
+    kubernetes_validate.validate(build(overlay)[index], KUBERNETES, strict=True)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        pytest.param(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "x"},
+                "spec": {"port": 80},
+            },
+            id="unknown-field",
+        ),
+        pytest.param(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "spec": {"minAvailable": []},
+            },
+            id="wrong-type",
+        ),
+    ],
+)
+def test_kubernetes_validation_is_strict(doc: dict[str, Any]) -> None:
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+
+
+def closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+STRING = {"type": "string"}
+INT32 = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
+GO_DURATION = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"}
+REFERENCE = closed({"name": STRING, "namespace": STRING, "key": STRING}, "name", "namespace")
+# Metacontroller's CompositeController (metacontroller.k8s.io/v1alpha1) as its CRD
+# (deploy/helm/metacontroller/crds/metacontroller-crds-v1.yaml) and docs/src/api define it, with
+# every object closed so that a misspelt field fails instead of being pruned.
+WEBHOOK = closed(
+    {
+        "url": STRING,
+        "timeout": GO_DURATION,
+        "path": {"type": "string", "pattern": "^/"},
+        "service": closed(
+            {"name": STRING, "namespace": STRING, "port": INT32, "protocol": STRING},
+            "name",
+            "namespace",
+        ),
+        "etag": closed(
+            {
+                "enabled": {"type": "boolean"},
+                "cacheTimeoutSeconds": INT32,
+                "cacheCleanupSeconds": INT32,
+            }
+        ),
+        "caBundle": closed({"inline": STRING, "secretRef": REFERENCE, "configMapRef": REFERENCE}),
+        "responseUnMarshallMode": {"enum": ["loose", "strict"]},
+    }
+)
+HOOKS = ("customize", "sync", "finalize", "preUpdateChild", "postUpdateChild")
+HOOK = closed({"version": {"enum": ["v1", "v2"]}, "webhook": WEBHOOK})
+CHILD = closed(
+    {
+        "apiVersion": STRING,
+        "resource": STRING,
+        "updateStrategy": closed(
+            {
+                "method": {
+                    "enum": ["OnDelete", "Recreate", "InPlace", "RollingRecreate", "RollingInPlace"]
+                },
+                "statusChecks": closed(
+                    {
+                        "conditions": {
+                            "type": "array",
+                            "items": closed(
+                                {"type": STRING, "status": STRING, "reason": STRING}, "type"
+                            ),
+                        }
+                    }
+                ),
+            }
+        ),
+    },
+    "apiVersion",
+    "resource",
+)
+COMPOSITE_CONTROLLER = closed(
+    {
+        "apiVersion": {"const": "metacontroller.k8s.io/v1alpha1"},
+        "kind": {"const": "CompositeController"},
+        # Cluster-scoped: a namespace here would be a kustomize mistake.
+        "metadata": closed(
+            {"name": STRING, "labels": {"type": "object"}, "annotations": {"type": "object"}},
+            "name",
+        ),
+        "spec": closed(
+            {
+                "parentResource": closed(
+                    {
+                        "apiVersion": STRING,
+                        "resource": STRING,
+                        "revisionHistory": closed(
+                            {"fieldPaths": {"type": "array", "items": STRING}}
+                        ),
+                    },
+                    "apiVersion",
+                    "resource",
+                ),
+                "childResources": {"type": "array", "items": CHILD},
+                "hooks": closed(dict.fromkeys(HOOKS, HOOK)),
+                "resyncPeriodSeconds": INT32,
+                "generateSelector": {"type": "boolean"},
+            },
+            "parentResource",
+        ),
+    },
+    "apiVersion",
+    "kind",
+    "metadata",
+    "spec",
+)
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_composite_controller_follows_metacontroller_api(overlay: str) -> None:
+    jsonschema.Draft202012Validator(COMPOSITE_CONTROLLER).validate(
+        the(overlay, "CompositeController")
+    )
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({"parentResource": {"apiVersion": "v1", "resources": "x"}}, id="misspelt"),
+        pytest.param(
+            {
+                "parentResource": {"apiVersion": "v1", "resource": "x"},
+                "hooks": {"sync": {"webhook": {"timeout": "10"}}},
+            },
+            id="timeout-without-unit",
+        ),
+    ],
+)
+def test_composite_controller_schema_is_strict(spec: dict[str, Any]) -> None:
+    doc = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "x"},
+        "spec": spec,
+    }
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(COMPOSITE_CONTROLLER).validate(doc)
+
+
+@pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
+def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> None:
+    namespace, _, podgroup = layout
+    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "OnDelete"}}
+    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}}
+    assert the(overlay, "CompositeController")["spec"] == {
+        "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
+        "childResources": [pods, services, *([podgroup] if podgroup else [])],
+        "generateSelector": True,
+        "resyncPeriodSeconds": 30,
+        "hooks": {
+            "sync": {
+                "webhook": {
+                    "service": {
+                        "name": "mxjob-controller",
+                        "namespace": namespace,
+                        "port": 80,
+                        "protocol": "http",
+                    },
+                    "path": "/sync",
+                    "timeout": "10s",
+                }
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
+def test_namespaces(overlay: str, layout: tuple[str, bool, Any]) -> None:
+    namespace, creates_it, _ = layout
+    placed = {(doc["kind"], doc["metadata"].get("namespace")) for doc in build(overlay)}
+    namespaced = {"ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
+    cluster = CLUSTER_SCOPED if creates_it else CLUSTER_SCOPED - {"Namespace"}
+    assert placed == {(k, namespace) for k in namespaced} | {(k, None) for k in cluster}
+    if creates_it:
+        assert the(overlay, "Namespace")["metadata"]["name"] == namespace
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_crd_is_installed_as_written(overlay: str) -> None:
+    written = yaml.safe_load((REPO / "manifests" / "base" / "crd.yaml").read_text())
+    assert the(overlay, "CustomResourceDefinition") == written
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_objects_select_the_hook_pods(overlay: str) -> None:
+    pod_labels = the(overlay, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert pod_labels == HOOK_LABELS
+    assert the(overlay, "Deployment")["spec"]["selector"] == {"matchLabels": HOOK_LABELS}
+    assert the(overlay, "Service")["spec"]["selector"] == HOOK_LABELS
+    assert the(overlay, "PodDisruptionBudget")["spec"] == {
+        "minAvailable": 1,
+        "selector": {"matchLabels": HOOK_LABELS},
+    }
+    assert the(overlay, "NetworkPolicy")["spec"] == {
+        "podSelector": {"matchLabels": HOOK_LABELS},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": "metacontroller"}
+                        }
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": "http"}],
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_service_reaches_the_hook_port(overlay: str) -> None:
+    (container,) = the(overlay, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    assert the(overlay, "Service")["spec"]["ports"] == [
+        {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}
+    ]
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_hook_pods_are_hardened(overlay: str) -> None:
+    deployment = the(overlay, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deployment["spec"]["replicas"] == 2
+    assert (pod["automountServiceAccountToken"], pod["securityContext"]) == (
+        False,
+        {
+            "runAsNonRoot": True,
+            "runAsUser": 10001,
+            "runAsGroup": 10001,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    )
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert [c["topologyKey"] for c in pod["topologySpreadConstraints"]] == [
+        "kubernetes.io/hostname"
+    ]
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_hook_container_serves_and_is_probed(overlay: str) -> None:
+    (container,) = the(overlay, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert (container["image"], container["command"]) == (
+        "mxjob-controller:0.1.0",
+        ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"],
+    )
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
