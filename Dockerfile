@@ -1,0 +1,25 @@
+# The sync hook's image: the runtime requirements and the `app` package, nothing else.
+# Checked without a Docker engine by tests/test_dockerfile.py (hadolint and a parse of this file).
+FROM python:3.11.10-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /srv/mxjob-controller
+
+COPY requirements.txt ./
+RUN pip install --no-cache-dir -r requirements.txt
+
+COPY app/ ./app/
+# Compiled at build time: the root file system is read-only at run time.
+RUN python -m compileall -q app \
+    && groupadd --system --gid 10001 mxjob \
+    && useradd --system --uid 10001 --gid mxjob --no-create-home --shell /usr/sbin/nologin mxjob
+
+USER 10001:10001
+EXPOSE 8080
+# `make run` without the virtualenv, listening on all interfaces; `docker run IMAGE render FILE`
+# runs the render command instead.
+ENTRYPOINT ["python", "-m", "app"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8080"]
