@@ -14,6 +14,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
 KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
+# The oldest release the install supports: CEL rules with `reason` and `fieldPath` came in 1.28.
+OLDEST = "1.28.0"
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
 HOOK_LABELS = {
     "app.kubernetes.io/name": "mxjob-controller",
@@ -64,16 +66,24 @@ def test_every_overlay_is_covered() -> None:
 
 def built_in_objects() -> list[Any]:
     return [
-        pytest.param(overlay, n, id=f"{overlay}-{doc['kind']}")
+        pytest.param(overlay, n, version, id=f"{overlay}-{doc['kind']}-{version}")
         for overlay in LAYOUT
         for n, doc in enumerate(build(overlay))
         if doc["kind"] != "CompositeController"
+        for version in (OLDEST, KUBERNETES)
     ]
 
 
-@pytest.mark.parametrize(("overlay", "index"), built_in_objects())
-def test_built_in_object_is_valid_kubernetes(overlay: str, index: int) -> None:
-    kubernetes_validate.validate(build(overlay)[index], KUBERNETES, strict=True)
+@pytest.mark.parametrize(("overlay", "index", "version"), built_in_objects())
+def test_built_in_object_is_valid_kubernetes(overlay: str, index: int, version: str) -> None:
+    kubernetes_validate.validate(build(overlay)[index], version, strict=True)
+
+
+def test_crd_needs_kubernetes_1_28() -> None:
+    with pytest.raises(kubernetes_validate.ValidationError, match="fieldPath"):
+        kubernetes_validate.validate(
+            the("standalone", "CustomResourceDefinition"), "1.27.0", strict=True
+        )
 
 
 @pytest.mark.parametrize(
