@@ -1,0 +1,61 @@
+"""The MXJobs the end-to-end run submits: what a user would `kubectl apply`."""
+
+import socket
+import uuid
+from typing import Any
+
+# The kubelet double runs no images; a cluster would run one with MXNet and e2e/ in WORKDIR.
+IMAGE = "mxjob-e2e:local"
+PROGRAMS = {"kvstore": "e2e/kvstore_check.py", "train": "e2e/train_tiny.py"}
+# The user's own env, passed through by the hook: ps-lite logs who joined the cluster and when.
+USER_ENV = [{"name": "PS_VERBOSE", "value": "1"}]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now: every pod shares this host's ports."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def template(program: str, args: list[str], port: int | None) -> dict[str, Any]:
+    container: dict[str, Any] = {
+        "name": "mxnet",
+        "image": IMAGE,
+        "command": ["python", PROGRAMS[program]],
+        "env": USER_ENV,
+    }
+    if args:
+        container["args"] = args
+    if port is not None:
+        container["ports"] = [{"name": "mxjob-port", "containerPort": port}]
+    return {"spec": {"containers": [container]}}
+
+
+def mxjob(
+    name: str,
+    program: str,
+    scheduler_port: int,
+    worker_policy: str = "Never",
+    worker_args: list[str] | None = None,
+) -> dict[str, Any]:
+    """Scheduler 1, Server 2, Worker 2, every replica running `program`.
+
+    The scheduler listens on `scheduler_port` on this shared host, so the job names it as its
+    `mxjob-port` instead of the default 9091; the hook passes it on in `DMLC_PS_ROOT_PORT`.
+    """
+    replicas = {
+        "Scheduler": (1, "Never", template(program, [], scheduler_port)),
+        "Server": (2, "Never", template(program, [], None)),
+        "Worker": (2, worker_policy, template(program, worker_args or [], None)),
+    }
+    specs = {
+        rtype: {"replicas": n, "restartPolicy": policy, "template": tmpl}
+        for rtype, (n, policy, tmpl) in replicas.items()
+    }
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
+        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": specs},
+    }

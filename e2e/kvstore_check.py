@@ -1,0 +1,66 @@
+"""An MXJob container's program: check that a `dist_sync` kvstore aggregates every worker's push.
+
+Every replica of the e2e MXJob runs this file. On a scheduler or server (``DMLC_ROLE``) the
+``import mxnet`` below never returns: MXNet starts the parameter-server node and exits when the
+job is done, exactly as upstream's examples rely on. A worker pushes known values, pulls them
+back, prints one JSON line with what it saw and exits 0 when the sums are right, 1 otherwise.
+
+`--fail-worker ID` makes the worker whose DMLC_WORKER_ID is ID exit 1 at once, as a user's
+bug would, before it joins the cluster: the failure path of the e2e test.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import mxnet as mx
+
+# Above MXNET_KVSTORE_BIGARRAY_BOUND (10**6 elements) a value is sliced across all servers,
+# so this key proves that both servers take part, not only the one a small key hashes to.
+BIG = 1_000_001
+SHAPES = {3: (2, 3), 5: (4,), 7: (BIG,)}
+ROUNDS = 2
+
+
+def expected_sum(num_workers: int, round_: int) -> float:
+    """What every worker must pull after round `round_`: the sum of all workers' pushes."""
+    return float(sum((rank + 1) * (round_ + 1) for rank in range(num_workers)))
+
+
+def run_round(kv: mx.kvstore.KVStore, round_: int) -> dict[str, float]:
+    """Push `(rank + 1) * (round + 1)` under every key and pull the aggregate back."""
+    keys = list(SHAPES)
+    kv.push(keys, [mx.nd.ones(SHAPES[k]) * (kv.rank + 1) * (round_ + 1) for k in keys])
+    outs = [mx.nd.zeros(SHAPES[k]) for k in keys]
+    kv.pull(keys, out=outs)
+    return {str(k): float(v.mean().asscalar()) for k, v in zip(keys, outs, strict=True)}
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--fail-worker", metavar="ID", help="this worker exits 1 at once")
+    args = parser.parse_args(argv)
+    if args.fail_worker is not None and args.fail_worker == os.environ.get("DMLC_WORKER_ID"):
+        print(f"worker {args.fail_worker}: failing on purpose (--fail-worker)", flush=True)
+        return 1
+    kv = mx.kv.create("dist_sync")
+    kv.init(list(SHAPES), [mx.nd.zeros(s) for s in SHAPES.values()])
+    pulled = [run_round(kv, r) for r in range(ROUNDS)]
+    expected = [expected_sum(kv.num_workers, r) for r in range(ROUNDS)]
+    ok = all(set(p.values()) == {e} for p, e in zip(pulled, expected, strict=True))
+    result = {
+        "check": "kvstore",
+        "ok": ok,
+        "rank": kv.rank,
+        "num_workers": kv.num_workers,
+        "worker_id": os.environ.get("DMLC_WORKER_ID"),
+        "pulled": pulled,
+        "expected": expected,
+    }
+    print(json.dumps(result, sort_keys=True), flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
