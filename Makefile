@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: run test lint typecheck unit
+.PHONY: run test lint typecheck unit demo
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,7 @@ unit: $(VENV)/.dev
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# A real MXNet job through the real hook, its pods as local processes (docs/e2e.md; needs root).
+demo: $(VENV)/.dev
+	$(BIN)/python -m e2e.demo
