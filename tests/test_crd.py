@@ -487,6 +487,12 @@ def test_every_cel_rule_is_exercised() -> None:
     assert messages - rejected == set()
 
 
+def test_rule_reasons_keep_their_messages() -> None:
+    # The API server reports FieldValueDuplicate without the rule's message.
+    reasons = {rule.get("reason", "FieldValueInvalid") for rule in rules()}
+    assert reasons <= {"FieldValueInvalid", "FieldValueRequired", "FieldValueForbidden"}
+
+
 def test_resource_names_and_columns() -> None:
     crd = yaml.safe_load(CRD_FILE.read_text())
     (version,) = crd["spec"]["versions"]
