@@ -1,6 +1,8 @@
-"""Every overlay builds with kubectl kustomize into objects the API server and Metacontroller accept."""
+"""Every overlay builds into objects the API server and Metacontroller accept; so do the hook's
+children in the golden files."""
 
 import functools
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -362,3 +364,19 @@ def test_hook_container_serves_and_is_probed(overlay: str) -> None:
     )
     for probe in ("livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
+
+
+def golden_children() -> list[Any]:
+    return [
+        pytest.param(
+            child, id=f"{path.name.split('.')[0]}-{child['kind']}-{child['metadata']['name']}"
+        )
+        for path in sorted((REPO / "tests" / "golden").glob("*.response.json"))
+        for child in json.loads(path.read_text()).get("children", [])
+        if child["kind"] in {"Pod", "Service"}
+    ]
+
+
+@pytest.mark.parametrize("child", golden_children())
+def test_golden_pods_and_services_are_valid_kubernetes(child: dict[str, Any]) -> None:
+    kubernetes_validate.validate(child, KUBERNETES, strict=True)
