@@ -1,8 +1,7 @@
 """The sync hook as a pure function: observed state and `now` in, desired state out."""
 
-import math
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from app import builders, conditions, envelope, gang
@@ -17,6 +16,7 @@ from app.status import (
     decide,
     parse_time,
     replica_statuses,
+    seconds_until,
     stamp,
 )
 from app.validation import parse
@@ -160,8 +160,7 @@ def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime)
     completed = parse_time(_completion_time(conds))
     if ttl is None or completed is None:
         return None
-    left = (completed + timedelta(seconds=ttl) - now).total_seconds()
-    return max(math.ceil(left), 0)
+    return seconds_until(completed, ttl, now)
 
 
 def _invalid(

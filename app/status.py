@@ -2,7 +2,7 @@
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from app import conditions as c
@@ -130,8 +130,19 @@ def _deadline_in(spec: MXJobSpec, start: str, now: datetime) -> int:
     started = parse_time(start)
     if deadline is None or started is None:
         return 0
-    left = (started + timedelta(seconds=deadline) - now).total_seconds()
-    return max(math.ceil(left), 0)
+    return seconds_until(started, deadline, now)
+
+
+# The longest wait the hook asks for. Metacontroller holds resyncAfterSeconds in a Go
+# time.Duration (at most ~292 years), and a datetime ends in year 9999: whole-second
+# arithmetic capped here overflows neither, whatever a spec or a status says.
+MAX_WAIT_SECONDS = 2**31 - 1
+
+
+def seconds_until(since: datetime, seconds: int, now: datetime) -> int:
+    """Whole seconds from `now` until `seconds` after `since`: 0 once past, capped."""
+    left = math.ceil((since - now).total_seconds()) + seconds
+    return min(max(left, 0), MAX_WAIT_SECONDS)
 
 
 def _progress(

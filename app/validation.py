@@ -11,6 +11,10 @@ from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaTyp
 
 _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 MAIN_CONTAINER = "mxnet"
+# Every pod's MX_CONFIG lists the whole cluster, so a job's children and the sync request
+# that carries them grow with the square of its size: 1000 workers make a ~100 MiB request.
+# Past this the hook would exhaust its memory instead of answering (docs/reliability.md).
+MAX_REPLICAS = 1200
 
 
 def parse(job_name: str, raw_spec: Any) -> MXJobSpec:
@@ -52,6 +56,9 @@ def _shape_problems(spec: MXJobSpec) -> list[str]:
     types = set(spec.mxReplicaSpecs)
     if not types:
         return ["spec.mxReplicaSpecs: needs at least one replica spec"]
+    total = sum(r.replicas for r in spec.mxReplicaSpecs.values())
+    if total > MAX_REPLICAS:
+        return [f"spec.mxReplicaSpecs: {total} replicas in all, at most {MAX_REPLICAS}"]
     allowed = TRAIN_TYPES if spec.jobMode == "MXTrain" else TUNE_TYPES
     foreign = sorted(t.value for t in types - set(allowed))
     if foreign:
