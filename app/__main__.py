@@ -7,6 +7,8 @@ from pathlib import Path
 
 import uvicorn
 
+from app import logging as logs
+from app import settings
 from app.render import RenderError, render
 
 
@@ -23,7 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
     args = parser.parse_args(argv)
     if args.command == "serve":
-        uvicorn.run("app.web:app", host=args.host, port=args.port, log_level="info")
+        config = settings.from_env()
+        uvicorn.run(
+            "app.web:app",
+            host=args.host,
+            port=args.port,
+            log_config=logs.config(config.log_level),
+            access_log=False,
+            server_header=False,
+            ssl_certfile=config.tls_cert_file,
+            ssl_keyfile=config.tls_key_file,
+        )
         return 0
     return _render(args.file, args.namespace)
 

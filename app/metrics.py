@@ -6,7 +6,8 @@ REGISTRY = CollectorRegistry()
 
 SYNCS = Counter(
     "mxjob_sync_requests",
-    "Sync requests answered, by outcome (ok, invalid_spec, bad_request, unauthorized, too_large).",
+    "Sync requests answered, by outcome "
+    "(ok, invalid_spec, bad_request, unauthorized, too_large, error).",
     ["outcome"],
     registry=REGISTRY,
 )

@@ -1,53 +1,184 @@
-"""The thin HTTP layer: parse the body, read the clock, call the core, serialize."""
+"""The thin HTTP layer: check the caller, read the body, read the clock, call the core,
+serialize, and log and count every answer."""
 
+import logging
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app import metrics, settings
+from app.auth import BearerToken
 from app.envelope import BadRequest, SyncRequest
+from app.logging import JOB, LOGGER
 from app.reconcile import sync
 from app.status import REASON_INVALID
 
-SETTINGS = settings.from_env()
+log = logging.getLogger(f"{LOGGER}.sync")
 
-app = FastAPI(
-    title="mxjob-controller",
-    summary="Metacontroller sync hook for Kubeflow MXJobs (kubeflow.org/v1).",
-    version="0.1.0",
-)
-
-_SYNC_BODY = {
+_DETAIL = {
+    "content": {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"detail": {"type": "string"}},
+                "required": ["detail"],
+            }
+        }
+    }
+}
+_ANSWER = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "object"},
+        "children": {"type": "array", "items": {"type": "object"}},
+        "resyncAfterSeconds": {"type": "integer", "minimum": 0},
+    },
+    "required": ["status", "children", "resyncAfterSeconds"],
+}
+_SYNC_DOC: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "content": {"application/json": {"schema": SyncRequest.model_json_schema()}},
     }
 }
+_SYNC_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The desired status and children",
+        "content": {"application/json": {"schema": _ANSWER}},
+    },
+    401: {"description": "Missing or wrong bearer token (only when auth is on)"} | _DETAIL,
+    413: {"description": "Body larger than MXJOB_MAX_BODY_BYTES"} | _DETAIL,
+    422: {"description": "Not a sync request"} | _DETAIL,
+    500: {"description": "A bug in the hook (logged)"} | _DETAIL,
+}
+_TEXT: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/plain": {"schema": {"type": "string"}}}}
+}
 
 
-@app.post("/sync", openapi_extra=_SYNC_BODY, response_model=None)
-async def sync_hook(request: Request) -> Response:
-    started = time.perf_counter()
-    body = await request.body()
+Job = tuple[str | None, str | None]
+
+
+class Refused(Exception):
+    """A request answered with a 4xx: not authorised, too large, or not a sync request."""
+
+    def __init__(self, status: int, outcome: str, detail: str, job: Job = (None, None)) -> None:
+        super().__init__(detail)
+        self.status, self.outcome, self.detail, self.job = status, outcome, detail, job
+
+
+class Crashed(Exception):
+    """The core raised: a bug, answered with 500 and logged with the job it was about."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(f"sync of {job} crashed")
+        self.job = job
+
+
+@dataclass(frozen=True)
+class Answer:
+    body: bytes
+    outcome: str
+    children: int
+    job: Job
+
+
+def create_app(config: settings.Settings) -> FastAPI:
+    """The ASGI app for these settings (one per process; tests make their own)."""
+    app = FastAPI(
+        title="mxjob-controller",
+        summary="Metacontroller sync hook for Kubeflow MXJobs (kubeflow.org/v1).",
+        version="0.1.0",
+    )
+    token = BearerToken(config)
+    # Syncs are CPU-bound and hold the GIL: run them one at a time off the event loop, so
+    # that probes still answer during a big one and memory holds one parsed request at most.
+    one_at_a_time = anyio.CapacityLimiter(1)
+
+    @app.post("/sync", openapi_extra=_SYNC_DOC, responses=_SYNC_RESPONSES, response_model=None)
+    async def sync_hook(request: Request) -> Response:
+        started = time.perf_counter()
+        try:
+            if not token.allows(request.headers.get("authorization")):
+                raise Refused(401, "unauthorized", "missing or wrong bearer token")
+            body = await _read_body(request, config.max_body_bytes)
+            now = config.frozen_clock or datetime.now(UTC)
+            answer = await anyio.to_thread.run_sync(_answer, body, now, limiter=one_at_a_time)
+        except Refused as err:
+            JOB.set(err.job)
+            return _refused(err, time.perf_counter() - started)
+        except Crashed as err:
+            JOB.set(err.job)
+            return _crashed(time.perf_counter() - started)
+        JOB.set(answer.job)
+        seconds = time.perf_counter() - started
+        _log_answer(answer, seconds, len(body), config.slow_sync_seconds)
+        metrics.observe(answer.outcome, seconds)
+        return Response(answer.body, media_type="application/json")
+
+    @app.get("/healthz", response_class=PlainTextResponse, responses=_TEXT)
+    async def healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    @app.get("/metrics", response_class=PlainTextResponse, responses=_TEXT)
+    async def prometheus_metrics() -> Response:
+        return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+async def _read_body(request: Request, limit: int) -> bytearray:
+    """The body, refusing with 413 as soon as it is known to exceed `limit` bytes: from
+    Content-Length before reading anything, or while reading a chunked one."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise Refused(413, "too_large", f"request body of {declared} bytes exceeds {limit}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise Refused(413, "too_large", f"request body exceeds {limit} bytes")
+    return body
+
+
+def _answer(body: bytearray, now: datetime) -> Answer:
+    """Parse, sync and serialize: the part that runs in a worker thread."""
     try:
-        answer = sync(_json(body), SETTINGS.frozen_clock or datetime.now(UTC))
-    except BadRequest as err:
-        metrics.observe("bad_request", time.perf_counter() - started)
-        return JSONResponse({"detail": str(err)}, status_code=422)
-    metrics.observe(_outcome(answer), time.perf_counter() - started)
-    return Response(orjson.dumps(answer), media_type="application/json")
-
-
-def _json(body: bytes) -> Any:
-    try:
-        return orjson.loads(body)
+        parsed = orjson.loads(body)
     except orjson.JSONDecodeError as err:
-        raise BadRequest(f"request body is not JSON: {err}") from None
+        raise Refused(422, "bad_request", f"request body is not JSON: {err}") from None
+    job = _job_of(parsed)
+    try:
+        answer = sync(parsed, now)
+        out = orjson.dumps(answer)
+    except BadRequest as err:
+        raise Refused(422, "bad_request", str(err), job) from None
+    except orjson.JSONEncodeError as err:
+        # orjson writes at most 254 levels of nesting but reads 1024; only a pod template
+        # nested that deep gets here, and no API server would have stored it.
+        raise Refused(422, "bad_request", f"cannot answer this request: {err}", job) from None
+    except Exception as err:
+        raise Crashed(job) from err
+    return Answer(out, _outcome(answer), len(answer["children"]), job)
+
+
+def _job_of(body: Any) -> Job:
+    parent = body.get("parent") if isinstance(body, dict) else None
+    meta = parent.get("metadata") if isinstance(parent, dict) else None
+    if not isinstance(meta, dict):
+        return None, None
+    return _text(meta.get("namespace")), _text(meta.get("name"))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _outcome(answer: dict[str, Any]) -> str:
@@ -55,11 +186,32 @@ def _outcome(answer: dict[str, Any]) -> str:
     return "invalid_spec" if REASON_INVALID in reasons else "ok"
 
 
-@app.get("/healthz")
-async def healthz() -> PlainTextResponse:
-    return PlainTextResponse("ok")
+def _log_answer(answer: Answer, seconds: float, size: int, budget: float) -> None:
+    fields = {
+        "outcome": answer.outcome,
+        "status": 200,
+        "children": answer.children,
+        "body_bytes": size,
+        "duration_ms": round(seconds * 1000, 1),
+    }
+    if seconds > budget:
+        log.warning("slow sync: %.2f s, budget %.2f s", seconds, budget, extra=fields)
+    else:
+        log.info("sync answered", extra=fields)
 
 
-@app.get("/metrics")
-async def prometheus_metrics() -> Response:
-    return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
+def _refused(err: Refused, seconds: float) -> JSONResponse:
+    metrics.observe(err.outcome, seconds)
+    fields = {"outcome": err.outcome, "status": err.status, "duration_ms": round(seconds * 1e3, 1)}
+    log.warning("sync refused: %s", err.detail, extra=fields)
+    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+    return JSONResponse({"detail": err.detail}, status_code=err.status, headers=headers)
+
+
+def _crashed(seconds: float) -> JSONResponse:
+    metrics.observe("error", seconds)
+    log.exception("sync failed", extra={"outcome": "error", "status": 500})
+    return JSONResponse({"detail": "internal error in the sync hook (logged)"}, status_code=500)
+
+
+app = create_app(settings.from_env())

@@ -1,0 +1,153 @@
+"""Helpers for the hardening tests: the ASGI app in-process, and the real server."""
+
+import ipaddress
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import IO, Any
+
+import anyio.from_thread
+import httpx
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from fastapi import FastAPI
+
+ROOT = Path(__file__).parent.parent
+
+
+@dataclass
+class AsgiClient:
+    """A blocking httpx client that calls the app in-process, on one event loop."""
+
+    portal: anyio.from_thread.BlockingPortal
+    client: httpx.AsyncClient
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return self.portal.call(partial(self.client.request, method, path, **kwargs))
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("POST", path, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.request("GET", path, **kwargs)
+
+
+@contextmanager
+def asgi_client(app: FastAPI) -> Iterator[AsgiClient]:
+    with anyio.from_thread.start_blocking_portal() as portal:
+        transport = httpx.ASGITransport(app=app)
+        client = httpx.AsyncClient(transport=transport, base_url="http://hook")
+        try:
+            yield AsgiClient(portal, client)
+        finally:
+            portal.call(client.aclose)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    """`python -m app serve` on a loopback port, its stderr (the JSON logs) in a file."""
+
+    proc: subprocess.Popen[bytes]
+    url: str
+    log: IO[bytes]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise
+
+    def log_lines(self) -> list[str]:
+        self.log.flush()
+        return Path(self.log.name).read_text().splitlines()
+
+
+def start(env: dict[str, str], log: IO[bytes], scheme: str = "http", verify: Any = True) -> Server:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=os.environ | env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    url = f"{scheme}://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1, verify=verify).status_code == 200:
+                return Server(proc, url, log)
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    proc.wait(timeout=10)
+    raise RuntimeError(f"the hook did not start: {Path(log.name).read_text()[-2000:]}")
+
+
+@dataclass(frozen=True)
+class Tls:
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def self_signed(folder: Path) -> Tls:
+    """A throwaway CA and a serving certificate for 127.0.0.1 and localhost, signed by it."""
+    now = datetime.now(UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mxjob-test-ca")])
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(ca_name)
+        .issuer_name(ca_name)
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )
+    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mxjob-controller")]))
+        .issuer_name(ca_name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    tls = Tls(folder / "ca.crt", folder / "tls.crt", folder / "tls.key")
+    tls.ca.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    tls.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    tls.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return tls

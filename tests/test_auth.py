@@ -1,0 +1,179 @@
+"""Optional bearer token and TLS: off by default, 401 counted in /metrics, a rotated token
+file taken up without a restart, and HTTPS for real with a throwaway CA."""
+
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from pydantic import ValidationError
+
+from app import web
+from app.auth import BearerToken
+from app.reconcile import sync
+from app.settings import Settings, from_env
+from tests import support as s
+from tests.hardening import AsgiClient, asgi_client, self_signed, start
+
+TOKEN = "s3cr3t-token-for-tests"
+NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
+
+
+@pytest.fixture
+def guarded() -> Iterator[AsgiClient]:
+    with asgi_client(web.create_app(Settings(auth_token=TOKEN))) as client:
+        yield client
+
+
+def _unauthorized(client: AsgiClient) -> float:
+    text = client.get("/metrics").text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "mxjob_sync_requests_total" and sample.labels["outcome"] == "unauthorized"
+    )
+
+
+def test_auth_is_off_by_default() -> None:
+    assert not from_env({}).auth_enabled
+    with asgi_client(web.create_app(Settings())) as client:
+        assert client.post("/sync", content=NEW_JOB).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        pytest.param({}, 401, id="missing"),
+        pytest.param({"Authorization": "Bearer wrong"}, 401, id="wrong-token"),
+        pytest.param({"Authorization": f"Bearer {TOKEN}x"}, 401, id="token-plus-one"),
+        pytest.param({"Authorization": f"Bearer {TOKEN[:-1]}"}, 401, id="token-minus-one"),
+        pytest.param({"Authorization": f"Basic {TOKEN}"}, 401, id="other-scheme"),
+        pytest.param({"Authorization": TOKEN}, 401, id="no-scheme"),
+        pytest.param({"Authorization": "Bearer"}, 401, id="no-token"),
+        pytest.param({"Authorization": "Bearer ünïcødé".encode()}, 401, id="non-ascii"),
+        pytest.param({"X-Token": TOKEN}, 401, id="other-header"),
+        pytest.param({"Authorization": f"Bearer {TOKEN}"}, 200, id="right"),
+        pytest.param({"Authorization": f"bearer  {TOKEN} "}, 200, id="scheme-any-case"),
+    ],
+)
+def test_sync_needs_the_token(guarded: AsgiClient, headers: dict[str, Any], status: int) -> None:
+    before = _unauthorized(guarded)
+    reply = guarded.post("/sync", content=NEW_JOB, headers=headers)
+    assert reply.status_code == status
+    assert _unauthorized(guarded) - before == (status == 401)
+    if status == 401:
+        assert reply.json() == {"detail": "missing or wrong bearer token"}
+        assert reply.headers["www-authenticate"] == "Bearer"
+
+
+def test_the_token_is_checked_before_the_body_is_read(guarded: AsgiClient) -> None:
+    huge = {"Content-Length": str(10**12)}
+    reply = guarded.post("/sync", content=b"{}", headers=huge)
+    assert reply.status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/metrics"])
+def test_probes_and_metrics_stay_open(guarded: AsgiClient, path: str) -> None:
+    assert guarded.get(path).status_code == 200
+
+
+def _rotate(path: Path, token: str) -> None:
+    """Replace the file the way the kubelet updates a Secret volume: write aside, rename."""
+    aside = path.with_suffix(".new")
+    aside.write_text(token + "\n")
+    os.replace(aside, path)
+
+
+def test_a_token_file_is_read_again_when_the_secret_rotates(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    _rotate(path, "first")
+    check = BearerToken(Settings(auth_token_file=path))
+    assert check.allows("Bearer first")
+    _rotate(path, "second")
+    assert check.allows("Bearer second")
+    assert not check.allows("Bearer first")
+
+
+def test_a_token_file_that_breaks_keeps_the_last_good_token(tmp_path: Path) -> None:
+    path = tmp_path / "token"
+    _rotate(path, "first")
+    check = BearerToken(Settings(auth_token_file=path))
+    _rotate(path, "   ")
+    assert check.allows("Bearer first")
+    path.unlink()
+    assert check.allows("Bearer first")
+    assert not check.allows(None)
+
+
+@pytest.mark.parametrize(
+    ("env", "problem"),
+    [
+        pytest.param({"MXJOB_AUTH_TOKEN": " "}, "is empty", id="blank-token"),
+        pytest.param(
+            {"MXJOB_AUTH_TOKEN": "a", "MXJOB_AUTH_TOKEN_FILE": "/t"}, "not both", id="both"
+        ),
+        pytest.param({"MXJOB_TLS_CERT_FILE": "/c"}, "go together", id="cert-without-key"),
+        pytest.param({"MXJOB_MAX_BODY_BYTES": "0"}, "greater than 0", id="zero-limit"),
+        pytest.param({"MXJOB_SLOW_SYNC_SECONDS": "-1"}, "greater than 0", id="negative-budget"),
+        pytest.param({"MXJOB_LOG_LEVEL": "loud"}, "must be DEBUG", id="log-level"),
+    ],
+)
+def test_bad_settings_stop_the_start(env: dict[str, str], problem: str) -> None:
+    with pytest.raises(ValidationError, match=problem):
+        from_env(env)
+
+
+def test_an_unreadable_token_file_stops_the_start(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="No such file"):
+        web.create_app(Settings(auth_token_file=tmp_path / "missing"))
+
+
+@pytest.fixture(scope="module")
+def https_server() -> Iterator[tuple[Any, ssl.SSLContext]]:
+    """The real server over HTTPS with a throwaway CA and the token from a file."""
+    with tempfile.TemporaryDirectory() as folder, (Path(folder) / "log").open("wb") as log:
+        tls = self_signed(Path(folder))
+        (Path(folder) / "token").write_text(TOKEN + "\n")
+        trust = ssl.create_default_context(cafile=str(tls.ca))
+        env = {
+            "MXJOB_TLS_CERT_FILE": str(tls.cert),
+            "MXJOB_TLS_KEY_FILE": str(tls.key),
+            "MXJOB_AUTH_TOKEN_FILE": str(Path(folder) / "token"),
+            "MXJOB_FROZEN_CLOCK": s.NOW.isoformat(),
+        }
+        server = start(env, log, scheme="https", verify=trust)
+        yield server, trust
+        server.stop()
+
+
+def test_https_with_the_ca_and_the_token(https_server: tuple[Any, ssl.SSLContext]) -> None:
+    server, trust = https_server
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    reply = httpx.post(f"{server.url}/sync", content=NEW_JOB, headers=headers, verify=trust)
+    assert reply.status_code == 200
+    assert reply.json() == sync(orjson.loads(NEW_JOB), s.NOW)
+    assert httpx.post(f"{server.url}/sync", content=NEW_JOB, verify=trust).status_code == 401
+
+
+def test_https_refuses_clients_that_do_not_trust_the_ca(
+    https_server: tuple[Any, ssl.SSLContext],
+) -> None:
+    server, _ = https_server
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        httpx.get(f"{server.url}/healthz", verify=ssl.create_default_context())
+
+
+def test_plain_http_gets_no_answer_from_the_tls_port(
+    https_server: tuple[Any, ssl.SSLContext],
+) -> None:
+    server, _ = https_server
+    plain = server.url.replace("https://", "http://")
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{plain}/healthz", timeout=5)

@@ -1,0 +1,202 @@
+"""Limits of the web layer: body size (413 before reading), JSON nesting, memory, slow syncs,
+and the JSON log lines, in-process through the ASGI app."""
+
+import io
+import json
+import logging
+import sys
+import tracemalloc
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+
+from app import web
+from app.logging import JOB, JsonFormatter
+from app.settings import Settings
+from tests import support as s
+from tests.hardening import asgi_client
+
+NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
+
+
+def _app(**settings: Any) -> Any:
+    return web.create_app(Settings(frozen_clock=s.NOW, **settings))
+
+
+def _call(app: Any, headers: list[tuple[bytes, bytes]], chunks: list[bytes]) -> dict[str, Any]:
+    """POST /sync at the ASGI level; returns the status, the JSON body and how many body
+    chunks the app asked for."""
+    asked = 0
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal asked
+        asked += 1
+        if asked > len(chunks):
+            return {"type": "http.disconnect"}
+        return {"type": "http.request", "body": chunks[asked - 1], "more_body": asked < len(chunks)}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/sync",
+        "raw_path": b"/sync",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1234),
+        "server": ("127.0.0.1", 8080),
+    }
+    anyio.run(app, scope, receive, send)
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return {"status": sent[0]["status"], "json": json.loads(body), "chunks_read": asked}
+
+
+def test_a_declared_length_over_the_limit_is_refused_before_reading_the_body() -> None:
+    reply = _call(_app(max_body_bytes=1000), [(b"content-length", b"1000000000")], [b"{}"])
+    assert reply["status"] == 413
+    assert "exceeds 1000" in reply["json"]["detail"]
+    assert reply["chunks_read"] == 0
+
+
+def test_a_chunked_body_is_refused_once_it_passes_the_limit() -> None:
+    chunks = [b"x" * 400] * 10
+    reply = _call(_app(max_body_bytes=1000), [(b"transfer-encoding", b"chunked")], chunks)
+    assert reply["status"] == 413
+    assert reply["chunks_read"] == 3
+
+
+@pytest.mark.parametrize(
+    ("limit", "status"),
+    [
+        pytest.param(len(NEW_JOB), 200, id="at-the-limit"),
+        pytest.param(len(NEW_JOB) - 1, 413, id="one-byte-over"),
+    ],
+)
+def test_the_limit_is_inclusive(limit: int, status: int) -> None:
+    with asgi_client(_app(max_body_bytes=limit)) as client:
+        assert client.post("/sync", content=NEW_JOB).status_code == status
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    """A valid new job whose mxnet container carries a field nested `depth` levels deep."""
+    request = s.request(s.mxjob(s.train_spec()))
+    deep: Any = "bottom"
+    for _ in range(depth):
+        deep = {"x": deep}
+    container = request["parent"]["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]
+    container["containers"][0]["x-deep"] = deep
+    return request
+
+
+def _deep_list(depth: int) -> bytes:
+    return b'{"parent": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "detail"),
+    [
+        pytest.param(json.dumps(_nested(200)).encode(), 200, None, id="nested-200-levels"),
+        pytest.param(json.dumps(_nested(300)).encode(), 422, "cannot answer", id="answer-too-deep"),
+        pytest.param(_deep_list(2000), 422, "depth limit exceeded", id="request-too-deep"),
+        pytest.param(_deep_list(100_000), 422, "depth limit exceeded", id="request-far-too-deep"),
+    ],
+)
+def test_deep_nesting_is_a_4xx_not_a_crash(body: bytes, status: int, detail: str | None) -> None:
+    with asgi_client(_app()) as client:
+        reply = client.post("/sync", content=body)
+    assert reply.status_code == status
+    if detail:
+        assert detail in reply.json()["detail"]
+
+
+def test_memory_for_a_body_at_the_limit_is_bounded() -> None:
+    """The worst JSON for memory is many tiny objects: orjson makes ~36 bytes of Python
+    objects per byte of `[{},{},...]`. Size the pod's memory limit for that times the body
+    limit, or trust the NetworkPolicy and the token to keep such bodies out."""
+    limit = 2 * 1024 * 1024
+    body = b'{"parent": {"metadata": {"name": "a"}}, "x": [' + b"{}," * (limit // 3 - 20) + b"{}]}"
+    assert len(body) <= limit
+    with asgi_client(_app(max_body_bytes=limit)) as client:
+        tracemalloc.start()
+        reply = client.post("/sync", content=body)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert reply.status_code == 200
+    assert peak < 40 * limit
+
+
+@pytest.fixture
+def json_log() -> Iterator[io.StringIO]:
+    """The `mxjob` logger's lines as JsonFormatter writes them."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("mxjob")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    yield out
+    logger.removeHandler(handler)
+    logger.setLevel(old_level)
+
+
+def _lines(out: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_a_sync_over_budget_is_logged_as_a_warning_naming_the_job(json_log: io.StringIO) -> None:
+    with asgi_client(_app(slow_sync_seconds=1e-9)) as client:
+        assert client.post("/sync", content=NEW_JOB).status_code == 200
+    [line] = _lines(json_log)
+    assert line["level"] == "warning"
+    assert line["message"].startswith("slow sync")
+    assert (line["namespace"], line["job"], line["outcome"]) == ("default", "mnist", "ok")
+    assert line["duration_ms"] > 0
+
+
+def test_every_answer_is_one_json_line_with_the_job(json_log: io.StringIO) -> None:
+    invalid = s.request(s.mxjob({"mxReplicaSpecs": {}}, name="broken"))
+    not_a_request = {"parent": {"metadata": {"name": "x", "namespace": "team-a"}, "kind": "TFJob"}}
+    with asgi_client(_app()) as client:
+        for body in (NEW_JOB, orjson.dumps(invalid), orjson.dumps(not_a_request), b"nope"):
+            client.post("/sync", content=body)
+    lines = _lines(json_log)
+    assert [(ln["level"], ln.get("namespace"), ln.get("job"), ln["outcome"]) for ln in lines] == [
+        ("info", "default", "mnist", "ok"),
+        ("info", "default", "broken", "invalid_spec"),
+        ("warning", "team-a", "x", "bad_request"),
+        ("warning", None, None, "bad_request"),
+    ]
+    assert {ln["logger"] for ln in lines} == {"mxjob.sync"}
+
+
+def test_the_formatter_writes_the_job_extras_and_exceptions_on_one_line() -> None:
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        exc_info = sys.exc_info()
+    logger = logging.getLogger("mxjob.test")
+    record = logger.makeRecord(
+        logger.name, logging.ERROR, __file__, 1, "failed %s", ("here",), exc_info
+    )
+    record.__dict__["outcome"] = "error"
+    token = JOB.set(("ns", "job-a"))
+    try:
+        line = JsonFormatter().format(record)
+    finally:
+        JOB.reset(token)
+    assert "\n" not in line
+    parsed = json.loads(line)
+    assert (parsed["namespace"], parsed["job"]) == ("ns", "job-a")
+    assert (parsed["message"], parsed["outcome"]) == ("failed here", "error")
+    assert "ValueError: boom" in parsed["exception"]
