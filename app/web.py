@@ -42,11 +42,12 @@ _ANSWER = {
     },
     "required": ["status", "children", "resyncAfterSeconds"],
 }
+# The request model's own definitions go under components/schemas, where `$ref`s in an
+# OpenAPI document resolve (a `#/$defs/...` ref would point at the document's root).
+_REQUEST = SyncRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+_DEFS = _REQUEST.pop("$defs", {})
 _SYNC_DOC: dict[str, Any] = {
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": SyncRequest.model_json_schema()}},
-    }
+    "requestBody": {"required": True, "content": {"application/json": {"schema": _REQUEST}}}
 }
 _SYNC_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
@@ -122,6 +123,15 @@ def create_app(config: settings.Settings) -> FastAPI:
         _log_answer(answer, seconds, len(body), config.slow_sync_seconds)
         metrics.observe(answer.outcome, seconds)
         return Response(answer.body, media_type="application/json")
+
+    documented = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            documented().setdefault("components", {}).setdefault("schemas", {}).update(_DEFS)
+        return documented()
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.get("/healthz", response_class=PlainTextResponse, responses=_TEXT)
     async def healthz() -> PlainTextResponse:
