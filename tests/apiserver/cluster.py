@@ -1,0 +1,283 @@
+"""Run etcd and kube-apiserver on loopback as child processes, and talk to them with kubectl."""
+
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .pki import Pki, make_pki
+
+REPO = Path(__file__).resolve().parents[2]
+BINARIES_SCRIPT = REPO / "scripts" / "k8s-binaries.sh"
+BUILD_TIMEOUT = 40 * 60  # a cold Go build of kube-apiserver on 2 cores; later runs take a second
+START_TIMEOUT = 120
+STOP_TIMEOUT = 15
+KUBECTL_TIMEOUT = 60
+ADMIN_USER = "mxjob-test-admin"
+
+
+class ClusterError(RuntimeError):
+    """etcd or the API server could not be obtained, started or reached."""
+
+
+class KubectlError(AssertionError):
+    """kubectl exited non-zero; carries what it printed."""
+
+    def __init__(self, args: Sequence[str], result: subprocess.CompletedProcess[str]) -> None:
+        self.result = result
+        super().__init__(
+            f"kubectl {' '.join(args)} exited {result.returncode}\n"
+            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+        )
+
+
+@dataclass(frozen=True)
+class Binaries:
+    kube_apiserver: Path
+    etcd: Path
+    kubectl: Path
+
+
+@dataclass(frozen=True)
+class ApiServer:
+    """A running API server: where it is, how to authenticate, and kubectl wired to it."""
+
+    url: str
+    token: str
+    ca_cert: Path
+    kubeconfig: Path
+    kubectl_path: Path
+    kubectl_cache: Path
+
+    def kubectl(
+        self,
+        *args: str,
+        input: str | None = None,
+        check: bool = True,
+        timeout: float = KUBECTL_TIMEOUT,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl against this server; raise KubectlError on failure unless check=False."""
+        command = [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}"]
+        command += [f"--cache-dir={self.kubectl_cache}", *args]
+        env = {key: value for key, value in os.environ.items() if key != "KUBECONFIG"}
+        result = subprocess.run(
+            command, input=input, capture_output=True, text=True, timeout=timeout, env=env
+        )
+        if check and result.returncode != 0:
+            raise KubectlError(args, result)
+        return result
+
+    def apply(
+        self, *documents: dict[str, Any], check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """Server-side apply the documents, as field manager `mxjob-tests`."""
+        manifest = yaml.safe_dump_all(documents, sort_keys=False)
+        return self.kubectl(
+            "apply", "--server-side", "--field-manager=mxjob-tests", "-f", "-",
+            input=manifest, check=check,
+        )  # fmt: skip
+
+    def get(self, *args: str) -> dict[str, Any]:
+        """`kubectl get ... -o json`, parsed."""
+        document: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
+        return document
+
+
+def obtain_binaries(progress: Callable[[str], None]) -> Binaries:
+    """Run scripts/k8s-binaries.sh (a cold build takes minutes) and return the paths it prints."""
+    env = {**os.environ, "PYTHON": sys.executable}
+    lines: list[str] = []
+    with subprocess.Popen(
+        ["bash", str(BINARIES_SCRIPT)], env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    ) as process:  # fmt: skip
+        reader = threading.Thread(target=_follow, args=(process, lines, progress), daemon=True)
+        reader.start()
+        try:
+            process.wait(timeout=BUILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _stop(process)
+            lines.append(f"(stopped after {BUILD_TIMEOUT} s)\n")
+        reader.join(timeout=STOP_TIMEOUT)
+    if process.returncode != 0:
+        raise ClusterError(f"{BINARIES_SCRIPT} failed ({process.returncode}):\n" + "".join(lines))
+    return _parse_paths(lines)
+
+
+def _follow(
+    process: subprocess.Popen[str], lines: list[str], progress: Callable[[str], None]
+) -> None:
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("k8s-binaries:"):
+            progress(line.rstrip())
+
+
+def _parse_paths(lines: list[str]) -> Binaries:
+    paths = dict(line.strip().split("=", 1) for line in lines if line[:1].isupper() and "=" in line)
+    try:
+        return Binaries(
+            kube_apiserver=Path(paths["KUBE_APISERVER"]),
+            etcd=Path(paths["ETCD"]),
+            kubectl=Path(paths["KUBECTL"]),
+        )
+    except KeyError as missing:
+        raise ClusterError(f"{BINARIES_SCRIPT} printed no {missing}:\n" + "".join(lines)) from None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextmanager
+def running(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Start a command in its own process group, logging to a file; stop the group on exit."""
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        yield process
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[Any]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=STOP_TIMEOUT)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    process.wait(timeout=STOP_TIMEOUT)
+
+
+def wait_until(
+    ready: Callable[[], bool], process: subprocess.Popen[bytes], log: Path, what: str
+) -> None:
+    """Poll `ready` until it holds; fail with the process log if it exits or time runs out."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ClusterError(f"{what} exited {process.returncode}:\n{_tail(log)}")
+        if ready():
+            return
+        time.sleep(0.25)
+    raise ClusterError(f"{what} not ready after {START_TIMEOUT} s:\n{_tail(log)}")
+
+
+def _tail(log: Path, lines: int = 60) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _http_ok(url: str, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def etcd_command(etcd: Path, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+    client, peer = f"http://127.0.0.1:{client_port}", f"http://127.0.0.1:{peer_port}"
+    return [
+        str(etcd), "--name=mxjob-test", f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}", f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=mxjob-test={peer}", "--listen-metrics-urls=",
+        "--unsafe-no-fsync", "--log-level=warn",
+    ]  # fmt: skip
+
+
+def apiserver_command(
+    binary: Path, pki: Pki, token_file: Path, etcd_port: int, port: int, cert_dir: Path
+) -> list[str]:
+    # The flags envtest uses; ServiceAccount admission is off because no controller-manager
+    # creates the `default` service account that it would demand for every pod.
+    return [
+        str(binary), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+        f"--secure-port={port}", f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+        f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
+        f"--cert-dir={cert_dir}", f"--token-auth-file={token_file}",
+        "--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={pki.service_account_pub}",
+        f"--service-account-signing-key-file={pki.service_account_key}",
+        "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true",
+        "--profiling=false", "--v=1",
+    ]  # fmt: skip
+
+
+def write_kubeconfig(path: Path, url: str, ca_cert: Path, token: str) -> Path:
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "mxjob-test",
+                "cluster": {"server": url, "certificate-authority": str(ca_cert)},
+            }
+        ],
+        "users": [{"name": ADMIN_USER, "user": {"token": token}}],
+        "contexts": [
+            {"name": "mxjob-test", "context": {"cluster": "mxjob-test", "user": ADMIN_USER}}
+        ],
+        "current-context": "mxjob-test",
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    path.chmod(0o600)
+    return path
+
+
+@contextmanager
+def cluster(binaries: Binaries, workdir: Path) -> Iterator[ApiServer]:
+    """etcd plus kube-apiserver on free loopback ports, with a static system:masters token."""
+    pki = make_pki(workdir)
+    token = secrets.token_hex(16)
+    token_file = workdir / "tokens.csv"
+    token_file.write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+    etcd_port, peer_port, port = free_port(), free_port(), free_port()
+    etcd_log, apiserver_log = workdir / "etcd.log", workdir / "kube-apiserver.log"
+    etcd = etcd_command(binaries.etcd, workdir / "etcd-data", etcd_port, peer_port)
+    with running(etcd, etcd_log) as etcd_process:
+        health = f"http://127.0.0.1:{etcd_port}/health"
+        wait_until(lambda: _http_ok(health), etcd_process, etcd_log, "etcd")
+        command = apiserver_command(
+            binaries.kube_apiserver, pki, token_file, etcd_port, port, workdir / "certs"
+        )
+        with running(command, apiserver_log) as apiserver_process:
+            url = f"https://127.0.0.1:{port}"
+            context = ssl.create_default_context(cafile=str(pki.ca_cert))
+            ready = lambda: _http_ok(f"{url}/readyz", context, token)  # noqa: E731
+            wait_until(ready, apiserver_process, apiserver_log, "kube-apiserver")
+            kubeconfig = write_kubeconfig(workdir / "kubeconfig", url, pki.ca_cert, token)
+            yield ApiServer(
+                url, token, pki.ca_cert, kubeconfig, binaries.kubectl, workdir / "kubectl-cache"
+            )

@@ -1,0 +1,70 @@
+"""Session fixtures for the API-server tier: pinned binaries, one etcd + kube-apiserver per session.
+
+Public API for tests in this directory:
+- `apiserver` (session): an `ApiServer` with `url`, `token`, `ca_cert`, `kubeconfig`,
+  `kubectl(*args, input=None, check=True, timeout=60)`, `apply(*documents)` (server-side apply)
+  and `get(*args)` (parsed `kubectl get -o json`).
+- `k8s_binaries` (session): the `Binaries` paths (`kube_apiserver`, `etcd`, `kubectl`).
+- `namespace` (function): a fresh namespace name, created for the test.
+Every test collected here is marked `apiserver`.
+"""
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .cluster import ApiServer, Binaries, ClusterError, cluster, obtain_binaries
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.apiserver)
+
+
+@pytest.fixture(scope="session")
+def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
+    """The pinned binaries, built or fetched by scripts/k8s-binaries.sh on first use."""
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
+
+    def progress(line: str) -> None:
+        # Shown live even under output capture: a cold build is silent for many minutes.
+        if capture is None or reporter is None:
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+
+    try:
+        return obtain_binaries(progress)
+    except ClusterError as error:
+        failure = str(error)  # failed outside the handler: the report shows no exception chain
+    pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def apiserver(
+    k8s_binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
+    """A real kube-apiserver backed by etcd, on loopback, for the whole session."""
+    workdir = tmp_path_factory.mktemp("apiserver")
+    failure = None
+    try:
+        with cluster(k8s_binaries, workdir) as server:
+            yield server
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture
+def namespace(apiserver: ApiServer) -> str:
+    """A namespace of its own for one test (never deleted: no controller-manager finalizes it)."""
+    name = f"t-{uuid.uuid4().hex[:10]}"
+    apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
