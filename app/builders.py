@@ -104,7 +104,9 @@ def _env(job: Job, rtype: ReplicaType, index: int) -> list[dict[str, str]]:
 
 
 def _container(container: dict[str, Any], env: list[dict[str, str]]) -> dict[str, Any]:
-    ours = {e["name"] for e in env}
+    # A reserved name from the template goes even where we set none (DMLC_WORKER_ID off
+    # the workers): only the operator says what those variables are.
+    ours = {e["name"] for e in env} | set(RESERVED_ENV)
     theirs = [e for e in container.get("env") or [] if e.get("name") not in ours]
     out = container | {"env": env + theirs}
     if container.get("name") == MAIN_CONTAINER:
@@ -153,7 +155,10 @@ def pod(
     meta = template.get("metadata") or {}
     labels = (meta.get("labels") or {}) | _labels(job, rtype, index)
     labels[names.LABEL_ATTEMPT] = str(attempt)
-    annotations = dict(meta.get("annotations") or {})
+    # The restart count is the operator's bookkeeping: a template must not preset it.
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k != names.ANNOTATION_RESTARTS
+    }
     if restarts_before:
         annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
     env = _env(job, rtype, index)
