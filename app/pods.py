@@ -60,43 +60,43 @@ def observe(pods: Iterable[Any], job: str) -> list[Attempt]:
 
 
 def _attempt(pod: Any, job: str) -> Attempt | None:
-    labels = dig(pod, "metadata", "labels")
-    name = dig(pod, "metadata", "name")
+    # Called for every observed pod on every sync: each nested dict is looked up once.
+    meta = dig(pod, "metadata")
+    labels = dig(meta, "labels")
+    name = dig(meta, "name")
     if not isinstance(labels, dict) or not isinstance(name, str):
         return None
     rtype = _BY_LOWER.get(str(labels.get(names.LABEL_TYPE)))
     index = count(labels.get(names.LABEL_INDEX))
     if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
         return None
-    phase = dig(pod, "status", "phase")
+    status = dig(pod, "status")
+    phase = dig(status, "phase")
+    statuses = _container_statuses(status)
     return Attempt(
         name=name,
         rtype=rtype,
         index=index,
         attempt=count(labels.get(names.LABEL_ATTEMPT, "0")) or 0,
-        restarts_before=count(dig(pod, "metadata", "annotations", names.ANNOTATION_RESTARTS)) or 0,
+        restarts_before=count(dig(meta, "annotations", names.ANNOTATION_RESTARTS)) or 0,
         phase=phase if phase in _PHASES else "Pending",
-        in_place_restarts=_in_place_restarts(pod),
-        exit_code=_exit_code(pod),
-        reason=str(dig(pod, "status", "reason") or ""),
+        in_place_restarts=sum(count(s.get("restartCount")) or 0 for s in statuses),
+        exit_code=_exit_code(statuses),
+        reason=str(dig(status, "reason") or ""),
     )
 
 
-def _container_statuses(pod: Any) -> list[dict[str, Any]]:
-    statuses = dig(pod, "status", "containerStatuses")
+def _container_statuses(status: Any) -> list[dict[str, Any]]:
+    statuses = dig(status, "containerStatuses")
     if not isinstance(statuses, list):
         return []
     return [s for s in statuses if isinstance(s, dict)]
 
 
-def _in_place_restarts(pod: Any) -> int:
-    return sum(count(s.get("restartCount")) or 0 for s in _container_statuses(pod))
-
-
-def _exit_code(pod: Any) -> int | None:
+def _exit_code(statuses: list[dict[str, Any]]) -> int | None:
     """The main container's exit code, or the first non-zero one of another container."""
     codes = {}
-    for status in _container_statuses(pod):
+    for status in statuses:
         code = dig(status, "state", "terminated", "exitCode")
         if type(code) is int:
             codes[status.get("name")] = code
