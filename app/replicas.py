@@ -3,6 +3,7 @@
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from app import names
@@ -32,11 +33,12 @@ class Replica:
     # (attempt, restarts before it) recorded on the replica's Service, for when no pod is left.
     recorded: tuple[int, int] = (0, 0)
 
-    @property
+    # Cached: status, restarts and the children each ask again, for every replica index.
+    @cached_property
     def current(self) -> Attempt | None:
         return self.attempts[-1] if self.attempts else None
 
-    @property
+    @cached_property
     def verdict(self) -> Verdict:
         current = self.current
         if current is None:
