@@ -1,6 +1,7 @@
 """Desired children: one pod and one headless Service per replica index."""
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,26 @@ RESERVED_ENV = (
     "DMLC_USE_KUBERNETES",
     "DMLC_WORKER_ID",
 )
+_RESERVED = frozenset(RESERVED_ENV)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What every pod and Service of one replica type shares, worked out once per sync: a
+    job of 1,000 workers builds 1,000 pods from it, each adding only its own index."""
+
+    rtype: ReplicaType
+    # MX_CONFIG before and after the pod's replica index.
+    mx_config: tuple[str, str]
+    role_env: tuple[dict[str, str], ...]
+    # Template labels with ours; the replica index and attempt are filled in per pod.
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    # The template's pod spec with ours; containers are filled in per pod.
+    spec: dict[str, Any]
+    # Each container with our ports, and the template's own variables that it keeps.
+    containers: tuple[tuple[dict[str, Any], list[Any]], ...]
+    service_ports: tuple[dict[str, Any], ...]
 
 
 @dataclass(frozen=True)
@@ -33,13 +54,47 @@ class Job:
     spec: MXJobSpec
     mx_config_head: str
     dmlc_env: tuple[dict[str, str], ...]
+    kinds: Mapping[ReplicaType, Kind]
     gang: GangScheduler | None = None
 
 
 def job_context(
     name: str, namespace: str | None, spec: MXJobSpec, scheduler: GangScheduler | None = None
 ) -> Job:
-    return Job(name, namespace, spec, _mx_config_head(name, spec), _dmlc_env(name, spec), scheduler)
+    head = _mx_config_head(name, spec)
+    kinds = {t: _kind(name, t, r, head) for t, r in spec.mxReplicaSpecs.items()}
+    return Job(name, namespace, spec, head, _dmlc_env(name, spec), kinds, scheduler)
+
+
+def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kind:
+    template = replica.template
+    meta = template.get("metadata") or {}
+    # Placeholders keep each key where the per-pod value will go, so the order is the same.
+    ours = names.selector(name, rtype, 0) | {names.LABEL_INDEX: ""}
+    if rtype is ReplicaType.SERVER:
+        ours[names.LABEL_ROLE] = "master"
+    ours[names.LABEL_ATTEMPT] = ""
+    containers = tuple(_container_base(c) for c in template["spec"]["containers"])
+    main = next(c for c, _ in containers if c.get("name") == MAIN_CONTAINER)
+    return Kind(
+        rtype=rtype,
+        mx_config=(f'{head}"task":{{"index":', f',"type":"{rtype.lowered}"}}}}'),
+        role_env=(
+            {"name": "DMLC_ROLE", "value": rtype.lowered},
+            {"name": "DMLC_USE_KUBERNETES", "value": "1"},
+        ),
+        labels=(meta.get("labels") or {}) | ours,
+        # The restart count is the operator's bookkeeping: a template must not preset it.
+        annotations={
+            k: v
+            for k, v in (meta.get("annotations") or {}).items()
+            if k != names.ANNOTATION_RESTARTS
+        },
+        spec=template["spec"]
+        | {"restartPolicy": _pod_restart_policy(replica.restartPolicy), "containers": []},
+        containers=containers,
+        service_ports=tuple(_service_port(p) for p in main["ports"]),
+    )
 
 
 def main_port(replica: ReplicaSpec) -> int:
@@ -65,10 +120,9 @@ def _main_container(template: dict[str, Any]) -> dict[str, Any]:
 def _mx_config_head(name: str, spec: MXJobSpec) -> str:
     """MX_CONFIG without its per-pod `task` key; the keys sort so that `task` comes last."""
     cluster = {
-        t.lowered: [
-            {"port": main_port(r), "url": names.child_name(name, t, i)} for i in range(r.replicas)
-        ]
+        t.lowered: [{"port": port, "url": names.child_name(name, t, i)} for i in range(r.replicas)]
         for t, r in spec.mxReplicaSpecs.items()
+        for port in (main_port(r),)
     }
     labels = {t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()}
     whole = json.dumps(
@@ -88,44 +142,31 @@ def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
     )
 
 
-def _env(job: Job, rtype: ReplicaType, index: int) -> list[dict[str, str]]:
-    task = json.dumps(
-        {"index": index, "type": rtype.lowered}, sort_keys=True, separators=(",", ":")
-    )
-    env = [
-        {"name": "MX_CONFIG", "value": f'{job.mx_config_head}"task":{task}}}'},
-        *job.dmlc_env,
-        {"name": "DMLC_ROLE", "value": rtype.lowered},
-        {"name": "DMLC_USE_KUBERNETES", "value": "1"},
-    ]
-    if rtype is ReplicaType.WORKER:
+def _env(job: Job, kind: Kind, index: int) -> list[dict[str, str]]:
+    before, after = kind.mx_config
+    env = [{"name": "MX_CONFIG", "value": f"{before}{index}{after}"}, *job.dmlc_env, *kind.role_env]
+    if kind.rtype is ReplicaType.WORKER:
         env.append({"name": "DMLC_WORKER_ID", "value": str(index)})
     return env
 
 
-def _container(container: dict[str, Any], env: list[dict[str, str]]) -> dict[str, Any]:
+def _container_base(container: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """A container with our port and an empty `env` where ours go, and the template's
+    variables that follow ours."""
     # A reserved name from the template goes even where we set none (DMLC_WORKER_ID off
     # the workers): only the operator says what those variables are.
-    ours = {e["name"] for e in env} | set(RESERVED_ENV)
-    theirs = [e for e in container.get("env") or [] if e.get("name") not in ours]
-    out = container | {"env": env + theirs}
+    theirs = [e for e in container.get("env") or [] if e.get("name") not in _RESERVED]
+    out = container | {"env": []}
     if container.get("name") == MAIN_CONTAINER:
         ports = container.get("ports") or []
         if not any(p.get("name") == PORT_NAME for p in ports):
             out["ports"] = [*ports, {"name": PORT_NAME, "containerPort": DEFAULT_PORT}]
-    return out
+    return out, theirs
 
 
 def _pod_restart_policy(policy: RestartPolicy) -> str:
     # ExitCode is ours to enforce by replacing pods; the kubelet must leave them failed.
     return "Never" if policy is RestartPolicy.EXIT_CODE else policy.value
-
-
-def _labels(job: Job, rtype: ReplicaType, index: int) -> dict[str, str]:
-    labels = names.selector(job.name, rtype, index)
-    if rtype is ReplicaType.SERVER:
-        labels[names.LABEL_ROLE] = "master"
-    return labels
 
 
 def _metadata(
@@ -150,22 +191,14 @@ def pod(
     job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
     """The pod for one attempt of one replica: the template plus what the contract adds."""
-    replica = job.spec.mxReplicaSpecs[rtype]
-    template = replica.template
-    meta = template.get("metadata") or {}
-    labels = (meta.get("labels") or {}) | _labels(job, rtype, index)
-    labels[names.LABEL_ATTEMPT] = str(attempt)
-    # The restart count is the operator's bookkeeping: a template must not preset it.
-    annotations = {
-        k: v for k, v in (meta.get("annotations") or {}).items() if k != names.ANNOTATION_RESTARTS
-    }
+    kind = job.kinds[rtype]
+    labels = kind.labels | {names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)}
+    annotations = dict(kind.annotations)
     if restarts_before:
         annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
-    env = _env(job, rtype, index)
-    spec = template["spec"] | {
-        "restartPolicy": _pod_restart_policy(replica.restartPolicy),
-        "containers": [_container(c, env) for c in template["spec"]["containers"]],
-    }
+    env = _env(job, kind, index)
+    containers = [base | {"env": env + theirs} for base, theirs in kind.containers]
+    spec = kind.spec | {"containers": containers}
     name = names.pod_name(job.name, rtype, index, attempt)
     built = {
         "apiVersion": "v1",
@@ -182,8 +215,7 @@ def service(
     job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
     """The headless Service that gives a replica its stable DNS name across attempts."""
-    replica = job.spec.mxReplicaSpecs[rtype]
-    ports = _container(_main_container(replica.template), [])["ports"]
+    ports = job.kinds[rtype].service_ports
     name = names.child_name(job.name, rtype, index)
     labels = names.selector(job.name, rtype, index)
     meta = _metadata(job, name, labels, _recorded(attempt, restarts_before))
@@ -194,7 +226,7 @@ def service(
         "spec": {
             "clusterIP": "None",
             "selector": dict(labels),
-            "ports": [_service_port(p) for p in ports],
+            "ports": [dict(p) for p in ports],
         },
     }
 
