@@ -18,7 +18,9 @@ class ReplicaType(StrEnum):
 
     @property
     def lowered(self) -> str:
-        return self.value.lower()
+        # str's own method: `self.value` goes through enum's slower descriptor, and names of
+        # every child are made from this.
+        return self.lower()
 
 
 TRAIN_TYPES = (ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER)
