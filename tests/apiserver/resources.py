@@ -1,0 +1,60 @@
+"""The CRDs this tier installs, and a child as Metacontroller would write it for its parent."""
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .cluster import ApiServer
+
+REPO = Path(__file__).resolve().parents[2]
+MXJOB_CRD = REPO / "manifests" / "base" / "crd.yaml"
+# Test stand-ins for the gang schedulers' PodGroup CRDs (see the header of each file).
+PODGROUP_CRDS = sorted((Path(__file__).parent / "crds").glob("*.yaml"))
+CONTROLLER_UID = "controller-uid"
+MXJOB = "mxjobs.kubeflow.org"
+
+
+def install_crds(server: ApiServer) -> None:
+    """Server-side apply the MXJob CRD and the PodGroup stand-ins; wait until all serve."""
+    documents = [yaml.safe_load(path.read_text()) for path in (MXJOB_CRD, *PODGROUP_CRDS)]
+    server.apply(*documents)
+    names = [f"crd/{document['metadata']['name']}" for document in documents]
+    server.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+
+
+def owner_reference(parent: dict[str, Any]) -> dict[str, Any]:
+    """The ownerReference Metacontroller gives every child of `parent`."""
+    return {
+        "apiVersion": parent["apiVersion"],
+        "kind": parent["kind"],
+        "name": parent["metadata"]["name"],
+        "uid": parent["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def owned(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
+    """`child` as Metacontroller writes it: in the parent's namespace unless it names one,
+    with the parent as controlling owner and the `controller-uid` label of generateSelector."""
+    out = copy.deepcopy(child)
+    meta = out["metadata"]
+    meta.setdefault("namespace", parent["metadata"]["namespace"])
+    meta["labels"] = meta.get("labels", {}) | {CONTROLLER_UID: parent["metadata"]["uid"]}
+    meta["ownerReferences"] = [owner_reference(parent)]
+    return out
+
+
+def kind_key(child: dict[str, Any]) -> str:
+    """The key of the child's type in a sync request: `Pod.v1`, `PodGroup.<group>/<version>`."""
+    return f"{child['kind']}.{child['apiVersion']}"
+
+
+def resource(key: str) -> str:
+    """What kubectl calls a child type: `pods`, `podgroups.scheduling.volcano.sh`, ..."""
+    kind, _, api_version = key.partition(".")
+    group = api_version.rpartition("/")[0]
+    plural = kind.lower() + "s"
+    return f"{plural}.{group}" if group else plural
