@@ -45,7 +45,9 @@ def set_condition(
     conditions: list[Condition], ctype: str, status: str, reason: str, message: str, now: str
 ) -> list[Condition]:
     """Return `conditions` with one condition set. A condition that keeps its status and
-    reason is left alone, timestamps included; a changed one moves to the end."""
+    reason is left alone, timestamps included; a changed one moves to the end of its kind:
+    conditions that are not True come first, so the last condition is the newest True one
+    (what `kubectl get mxj` shows as the job's state)."""
     old = find(conditions, ctype)
     if old and old.get("status") == status and old.get("reason") == reason:
         return conditions
@@ -61,7 +63,10 @@ def set_condition(
     rest = [c for c in conditions if c.get("type") not in (ctype, _EXCLUSIVE.get(ctype))]
     if ctype in (SUCCEEDED, FAILED) and status == "True":
         rest = [_stopped(c, reason, message, now) for c in rest]
-    return [*rest, new]
+    ordered = [*rest, new]
+    return [c for c in ordered if c.get("status") != "True"] + [
+        c for c in ordered if c.get("status") == "True"
+    ]
 
 
 def _stopped(condition: Condition, reason: str, message: str, now: str) -> Condition:

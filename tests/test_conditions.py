@@ -21,13 +21,29 @@ def test_same_status_and_reason_keeps_everything() -> None:
     assert c.set_condition(before, "Created", "True", "MXJobCreated", "other", T1) == before
 
 
-def test_changed_condition_moves_to_the_end() -> None:
+def test_changed_condition_moves_to_the_end_of_its_kind() -> None:
     before = [cond("Suspended", "True", "MXJobSuspended"), cond("Created", "True", "MXJobCreated")]
-    after = c.set_condition(before, "Suspended", "False", "MXJobResumed", "resumed", T1)
-    assert after == [
-        cond("Created", "True", "MXJobCreated"),
+    resumed = c.set_condition(before, "Suspended", "False", "MXJobResumed", "resumed", T1)
+    assert resumed == [
         cond("Suspended", "False", "MXJobResumed", T1, "resumed"),
+        cond("Created", "True", "MXJobCreated"),
     ]
+    running = c.set_condition(resumed, "Running", "True", "MXJobRunning", "running", T1)
+    assert running == [*resumed, cond("Running", "True", "MXJobRunning", T1, "running")]
+
+
+def test_last_condition_is_the_newest_true_one() -> None:
+    conds: list[c.Condition] = []
+    for ctype, status, reason in [
+        ("Created", "True", "MXJobCreated"),
+        ("Running", "True", "MXJobRunning"),
+        ("Running", "False", "MXJobSuspended"),
+        ("Suspended", "True", "MXJobSuspended"),
+        ("Suspended", "False", "MXJobResumed"),
+    ]:
+        conds = c.set_condition(conds, ctype, status, reason, "m", T1)
+        newest_true = [x for x in conds if x["status"] == "True"][-1]
+        assert conds[-1] == newest_true
 
 
 def test_new_reason_with_same_status_keeps_transition_time() -> None:
@@ -50,8 +66,8 @@ def test_finishing_turns_running_false() -> None:
     running = [cond("Created", "True", "MXJobCreated"), cond("Running", "True", "MXJobRunning")]
     after = c.set_condition(running, "Succeeded", "True", "MXJobSucceeded", "done", T1)
     assert after == [
-        cond("Created", "True", "MXJobCreated"),
         cond("Running", "False", "MXJobSucceeded", T1, "done"),
+        cond("Created", "True", "MXJobCreated"),
         cond("Succeeded", "True", "MXJobSucceeded", T1, "done"),
     ]
     assert c.finished(after)
