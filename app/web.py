@@ -1,6 +1,7 @@
 """The thin HTTP layer: check the caller, read the body, read the clock, call the core,
 serialize, and log and count every answer."""
 
+import contextlib
 import logging
 import time
 from dataclasses import dataclass
@@ -21,6 +22,8 @@ from app.reconcile import sync
 from app.status import REASON_INVALID
 
 log = logging.getLogger(f"{LOGGER}.sync")
+# A request larger than this (or of unknown length) is read and answered one at a time.
+LARGE_BODY = 8 * 1024 * 1024
 
 _DETAIL = {
     "content": {
@@ -89,6 +92,7 @@ class Answer:
     outcome: str
     children: int
     job: Job
+    body_bytes: int
 
 
 def create_app(config: settings.Settings) -> FastAPI:
@@ -100,29 +104,37 @@ def create_app(config: settings.Settings) -> FastAPI:
     )
     token = BearerToken(config)
     # Syncs are CPU-bound and hold the GIL: run them one at a time off the event loop, so
-    # that probes still answer during a big one and memory holds one parsed request at most.
-    one_at_a_time = anyio.CapacityLimiter(1)
+    # that probes still answer during a big one. A large request also holds a slot of its
+    # own from its first byte to its answer, so that however many Metacontroller sends at
+    # once, memory holds one of them (docs/reliability.md).
+    one_at_a_time, one_large = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
+
+    async def answer(request: Request) -> Answer:
+        if not token.allows(request.headers.get("authorization")):
+            raise Refused(401, "unauthorized", "missing or wrong bearer token")
+        declared = _declared_length(request, config.max_body_bytes)
+        large = declared is None or declared > LARGE_BODY
+        async with one_large if large else contextlib.nullcontext():
+            body = await _read_body(request, config.max_body_bytes)
+            now = config.frozen_clock or datetime.now(UTC)
+            return await anyio.to_thread.run_sync(_answer, body, now, limiter=one_at_a_time)
 
     @app.post("/sync", openapi_extra=_SYNC_DOC, responses=_SYNC_RESPONSES, response_model=None)
     async def sync_hook(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            if not token.allows(request.headers.get("authorization")):
-                raise Refused(401, "unauthorized", "missing or wrong bearer token")
-            body = await _read_body(request, config.max_body_bytes)
-            now = config.frozen_clock or datetime.now(UTC)
-            answer = await anyio.to_thread.run_sync(_answer, body, now, limiter=one_at_a_time)
+            done = await answer(request)
         except Refused as err:
             JOB.set(err.job)
             return _refused(err, time.perf_counter() - started)
         except Crashed as err:
             JOB.set(err.job)
             return _crashed(time.perf_counter() - started)
-        JOB.set(answer.job)
+        JOB.set(done.job)
         seconds = time.perf_counter() - started
-        _log_answer(answer, seconds, len(body), config.slow_sync_seconds)
-        metrics.observe(answer.outcome, seconds)
-        return Response(answer.body, media_type="application/json")
+        _log_answer(done, seconds, config.slow_sync_seconds)
+        metrics.observe(done.outcome, seconds)
+        return Response(done.body, media_type="application/json")
 
     documented = app.openapi
 
@@ -144,12 +156,18 @@ def create_app(config: settings.Settings) -> FastAPI:
     return app
 
 
-async def _read_body(request: Request, limit: int) -> bytearray:
-    """The body, refusing with 413 as soon as it is known to exceed `limit` bytes: from
-    Content-Length before reading anything, or while reading a chunked one."""
+def _declared_length(request: Request, limit: int) -> int | None:
+    """Content-Length, refused with 413 before any of the body is read when over `limit`."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if not declared.isdigit():
+        return None
+    if int(declared) > limit:
         raise Refused(413, "too_large", f"request body of {declared} bytes exceeds {limit}")
+    return int(declared)
+
+
+async def _read_body(request: Request, limit: int) -> bytearray:
+    """The body, refused with 413 as soon as a chunked one passes `limit` bytes."""
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
@@ -176,7 +194,7 @@ def _answer(body: bytearray, now: datetime) -> Answer:
         raise Refused(422, "bad_request", f"cannot answer this request: {err}", job) from None
     except Exception as err:
         raise Crashed(job) from err
-    return Answer(out, _outcome(answer), len(answer["children"]), job)
+    return Answer(out, _outcome(answer), len(answer["children"]), job, len(body))
 
 
 def _job_of(body: Any) -> Job:
@@ -196,12 +214,12 @@ def _outcome(answer: dict[str, Any]) -> str:
     return "invalid_spec" if REASON_INVALID in reasons else "ok"
 
 
-def _log_answer(answer: Answer, seconds: float, size: int, budget: float) -> None:
+def _log_answer(answer: Answer, seconds: float, budget: float) -> None:
     fields = {
         "outcome": answer.outcome,
         "status": 200,
         "children": answer.children,
-        "body_bytes": size,
+        "body_bytes": answer.body_bytes,
         "duration_ms": round(seconds * 1000, 1),
     }
     if seconds > budget:

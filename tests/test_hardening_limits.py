@@ -200,3 +200,52 @@ def test_the_formatter_writes_the_job_extras_and_exceptions_on_one_line() -> Non
     assert (parsed["namespace"], parsed["job"]) == ("ns", "job-a")
     assert (parsed["message"], parsed["outcome"]) == ("failed here", "error")
     assert "ValueError: boom" in parsed["exception"]
+
+
+def test_large_requests_are_taken_one_at_a_time_while_small_ones_pass() -> None:
+    """A request of unknown or large length holds the large-request slot from its first
+    byte to its answer; one that declares a small length does not wait for it."""
+    app, events = _app(), []
+    small = [(b"content-length", str(len(NEW_JOB)).encode())]
+
+    async def call(name: str, headers: list[tuple[bytes, bytes]], gate: Any = None) -> None:
+        read = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal read
+            if read:
+                return {"type": "http.disconnect"}
+            read = True
+            events.append(f"{name} read")
+            if gate is not None:
+                await gate.wait()
+            return {"type": "http.request", "body": NEW_JOB, "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                events.append(f"{name} {message['status']}")
+
+        scope = {"type": "http", "method": "POST", "path": "/sync", "headers": headers}
+        await app(scope | {"query_string": b"", "root_path": ""}, receive, send)
+
+    async def main() -> None:
+        gate = anyio.Event()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(call, "large-a", [], gate)
+            await anyio.sleep(0.1)
+            tasks.start_soon(call, "large-b", [])
+            tasks.start_soon(call, "small", small)
+            await anyio.sleep(0.5)
+            events.append("a released")
+            gate.set()
+
+    anyio.run(main)
+    assert events == [
+        "large-a read",
+        "small read",
+        "small 200",
+        "a released",
+        "large-a 200",
+        "large-b read",
+        "large-b 200",
+    ]
