@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
+SOAK_SECONDS ?= 180
 
-.PHONY: run test lint typecheck unit demo
+.PHONY: run test lint typecheck unit demo soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,3 +39,7 @@ test: lint typecheck unit
 # A real MXNet job through the real hook, its pods as local processes (docs/e2e.md; needs root).
 demo: $(VENV)/.dev
 	$(BIN)/python -m e2e.demo
+
+# Sustained concurrent syncs on loopback with a restart half-way (docs/reliability.md).
+soak: $(VENV)/.dev
+	$(BIN)/python -m scripts.soak --duration $(SOAK_SECONDS)
