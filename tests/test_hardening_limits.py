@@ -228,14 +228,20 @@ def test_large_requests_are_taken_one_at_a_time_while_small_ones_pass() -> None:
         scope = {"type": "http", "method": "POST", "path": "/sync", "headers": headers}
         await app(scope | {"query_string": b"", "root_path": ""}, receive, send)
 
+    async def until(event: str) -> None:
+        with anyio.fail_after(10):
+            while event not in events:
+                await anyio.sleep(0.01)
+
     async def main() -> None:
         gate = anyio.Event()
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(call, "large-a", [], gate)
-            await anyio.sleep(0.1)
+            await until("large-a read")
             tasks.start_soon(call, "large-b", [])
             tasks.start_soon(call, "small", small)
-            await anyio.sleep(0.5)
+            await until("small 200")
+            await anyio.sleep(0.1)  # time enough for large-b to start reading, were it let
             events.append("a released")
             gate.set()
 
