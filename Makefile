@@ -43,3 +43,14 @@ demo: $(VENV)/.dev
 # Sustained concurrent syncs on loopback with a restart half-way (docs/reliability.md).
 soak: $(VENV)/.dev
 	$(BIN)/python -m scripts.soak --duration $(SOAK_SECONDS)
+
+# The hook against an echo baseline on loopback; rewrites docs/performance.md and its plot
+# (a few minutes; BENCH_ARGS=--quick for a smoke run, --help for the rest).
+BENCH_ARGS ?=
+.PHONY: bench
+$(VENV)/.bench: requirements.txt requirements-bench.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-bench.txt
+	touch $@
+
+bench: $(VENV)/.bench
+	$(BIN)/python -m scripts.bench $(BENCH_ARGS)
