@@ -13,6 +13,7 @@ MAIN_CONTAINER = "mxnet"
 PORT_NAME = "mxjob-port"
 DEFAULT_PORT = 9091
 TUNER_SERVER_KEY = "tuner-server-key"
+CONTROLLER_UID = "controller-uid"
 RESERVED_ENV = (
     "MX_CONFIG",
     "DMLC_PS_ROOT_URI",
@@ -83,7 +84,7 @@ def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kin
             {"name": "DMLC_ROLE", "value": rtype.lowered},
             {"name": "DMLC_USE_KUBERNETES", "value": "1"},
         ),
-        labels=(meta.get("labels") or {}) | ours,
+        labels=_template_labels(meta) | ours,
         # The restart count is the operator's bookkeeping: a template must not preset it.
         annotations={
             k: v
@@ -95,6 +96,13 @@ def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kin
         containers=containers,
         service_ports=tuple(_service_port(p) for p in main["ports"]),
     )
+
+
+def _template_labels(meta: dict[str, Any]) -> dict[str, str]:
+    # Metacontroller adds `controller-uid: <parent uid>` itself and refuses a desired child
+    # whose value differs, so a template must not set it.
+    labels: dict[str, str] = meta.get("labels") or {}
+    return {k: v for k, v in labels.items() if k != CONTROLLER_UID}
 
 
 def main_port(replica: ReplicaSpec) -> int:

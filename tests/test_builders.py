@@ -143,7 +143,11 @@ def test_pod_restart_policy(policy: str | None, pod_policy: str) -> None:
 def test_template_passes_through_and_our_labels_win() -> None:
     template = {
         "metadata": {
-            "labels": {"team": "vision", "training.kubeflow.org/job-name": "other"},
+            "labels": {
+                "team": "vision",
+                "training.kubeflow.org/job-name": "other",
+                "controller-uid": "not-the-parent",
+            },
             "annotations": {"sidecar.istio.io/inject": "false"},
             "name": "ignored",
             "namespace": "ignored",
