@@ -1,59 +1,29 @@
 """The real server: uvicorn on a free loopback port, the golden requests over HTTP."""
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
+import tempfile
 from collections.abc import Iterator
-from pathlib import Path
+from contextlib import contextmanager
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.golden_cases import CASES, paths, times
+from tests.hardening import start
 
-ROOT = Path(__file__).parent.parent
 NOW = times()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def serve(env: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=ROOT,
-        env=os.environ | env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+@contextmanager
+def serve(env: dict[str, str]) -> Iterator[str]:
+    """The real server on a free loopback port; its logs in a temporary file."""
+    with tempfile.NamedTemporaryFile() as log:
+        server = start(env, log)
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the hook did not start within 20 s")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
+            yield server.url
+        finally:
+            server.stop()
 
 
 BY_TIME: dict[str, list[str]] = {}
@@ -64,9 +34,8 @@ for _name, _at in sorted(NOW.items()):
 @pytest.fixture(scope="module", params=sorted(BY_TIME))
 def golden_server(request: pytest.FixtureRequest) -> Iterator[tuple[list[str], str]]:
     """One server per distinct golden time, its clock frozen at that time."""
-    proc, url = serve({"MXJOB_FROZEN_CLOCK": request.param})
-    yield BY_TIME[request.param], url
-    stop(proc)
+    with serve({"MXJOB_FROZEN_CLOCK": request.param}) as url:
+        yield BY_TIME[request.param], url
 
 
 def test_golden_requests_over_http(golden_server: tuple[list[str], str]) -> None:
@@ -89,9 +58,8 @@ def test_every_golden_case_is_sent() -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    proc, url = serve({})
-    yield url
-    stop(proc)
+    with serve({}) as url:
+        yield url
 
 
 @pytest.mark.parametrize(
