@@ -255,3 +255,31 @@ def test_large_requests_are_taken_one_at_a_time_while_small_ones_pass() -> None:
         "large-b read",
         "large-b 200",
     ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "inline"),
+    [
+        pytest.param(s.train_spec(), True, id="small-job"),
+        pytest.param(s.train_spec(5, 10), True, id="sixteen-replicas"),
+        pytest.param(s.train_spec(5, 11), False, id="seventeen-replicas"),
+        pytest.param({"mxReplicaSpecs": {"Worker": {}}}, True, id="absent-count-is-one"),
+        pytest.param({"mxReplicaSpecs": {"Worker": {"replicas": "2"}}}, False, id="count-a-string"),
+        pytest.param({"mxReplicaSpecs": {"Worker": {"replicas": True}}}, False, id="count-a-bool"),
+        pytest.param(
+            {"mxReplicaSpecs": {"Worker": {"replicas": 20}, "Server": {"replicas": -10}}},
+            False,
+            id="negative-count-hides-nothing",
+        ),
+        pytest.param({"mxReplicaSpecs": []}, False, id="specs-not-a-map"),
+        pytest.param(None, False, id="no-spec"),
+    ],
+)
+def test_only_small_jobs_are_answered_on_the_event_loop(spec: Any, inline: bool) -> None:
+    """A job of a few replicas is answered on the event loop (a bounded millisecond of work),
+    anything larger or unexpected in the worker thread; where it runs never changes the
+    answer."""
+    body = s.request(s.mxjob(spec) if spec is not None else s.mxjob(s.train_spec()))
+    if spec is None:
+        del body["parent"]["spec"]
+    assert web._few_replicas(body) is inline
