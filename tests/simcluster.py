@@ -48,16 +48,13 @@ class SimCluster:
         if status is not None:
             parent["status"] = copy.deepcopy(status)
         ns = parent["metadata"]["namespace"]
-        return {
-            "controller": {"metadata": {"name": "mxjob-controller"}},
-            "parent": parent,
-            "children": {
+        return s.envelope(
+            parent,
+            {
                 kind: {f"{ns}/{name}": copy.deepcopy(c) for name, c in sorted(group.items())}
                 for kind, group in ((k, self.children.get(k, {})) for k in self.child_types)
             },
-            "related": {},
-            "finalizing": False,
-        }
+        )
 
     def _apply(self, answer: dict[str, Any], write_status: bool) -> None:
         desired = {(_kind(c), c["metadata"]["name"]): c for c in answer["children"]}

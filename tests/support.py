@@ -44,19 +44,8 @@ def mxjob(spec: dict[str, Any], name: str = "mnist", status: Any = None) -> dict
     return job
 
 
-def request(
-    parent: dict[str, Any],
-    pods: list[dict[str, Any]] = (),
-    services: list[dict[str, Any]] = (),
-    others: dict[str, list[dict[str, Any]]] | None = None,
-) -> dict[str, Any]:
-    """A sync request as Metacontroller v4 sends it (hook version v2 keys). `others` maps
-    further declared child types (e.g. a PodGroup type) to their observed children."""
-    ns = parent["metadata"].get("namespace", "default")
-    extra = {
-        kind: {f"{ns}/{c['metadata']['name']}": c for c in children}
-        for kind, children in (others or {}).items()
-    }
+def envelope(parent: dict[str, Any], children: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A sync request as Metacontroller v4 sends it, around children keyed by type."""
     return {
         "controller": {
             "apiVersion": "metacontroller.k8s.io/v1alpha1",
@@ -64,14 +53,29 @@ def request(
             "metadata": {"name": "mxjob-controller"},
         },
         "parent": parent,
-        "children": {
-            "Pod.v1": {f"{ns}/{p['metadata']['name']}": p for p in pods},
-            "Service.v1": {f"{ns}/{s['metadata']['name']}": s for s in services},
-        }
-        | extra,
+        "children": children,
         "related": {},
         "finalizing": False,
     }
+
+
+def request(
+    parent: dict[str, Any],
+    pods: list[dict[str, Any]] = (),
+    services: list[dict[str, Any]] = (),
+    others: dict[str, list[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """A sync request with hook version v2 keys (`namespace/name`). `others` maps further
+    declared child types (e.g. a PodGroup type) to their observed children."""
+    ns = parent["metadata"].get("namespace", "default")
+    by_type = {"Pod.v1": pods, "Service.v1": services} | (others or {})
+    return envelope(
+        parent,
+        {
+            kind: {f"{ns}/{c['metadata']['name']}": c for c in children}
+            for kind, children in by_type.items()
+        },
+    )
 
 
 def observed(child: dict[str, Any], **status: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from app.reconcile import sync
+from tests.support import envelope
 
 from .cluster import ApiServer
 from .resources import CONTROLLER_UID, MXJOB, kind_key, owned, resource
@@ -101,17 +102,7 @@ class Metacontroller:
         children: dict[str, dict[str, Any]] = {t: {} for t in self.child_types}
         for (child_type, name), child in sorted(observed.items()):
             children[child_type][f"{self.namespace}/{name}"] = child
-        return {
-            "controller": {
-                "apiVersion": "metacontroller.k8s.io/v1alpha1",
-                "kind": "CompositeController",
-                "metadata": {"name": "mxjob-controller"},
-            },
-            "parent": parent,
-            "children": children,
-            "related": {},
-            "finalizing": False,
-        }
+        return envelope(parent, children)
 
     def _apply(
         self, desired: dict[Key, dict[str, Any]], observed: dict[Key, dict[str, Any]]
