@@ -9,7 +9,6 @@ from app import names
 from app.gang import GangScheduler, join
 from app.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
 
-MAIN_CONTAINER = "mxnet"
 PORT_NAME = "mxjob-port"
 DEFAULT_PORT = 9091
 TUNER_SERVER_KEY = "tuner-server-key"
@@ -76,7 +75,7 @@ def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kin
         ours[names.LABEL_ROLE] = "master"
     ours[names.LABEL_ATTEMPT] = ""
     containers = tuple(_container_base(c) for c in template["spec"]["containers"])
-    main = next(c for c, _ in containers if c.get("name") == MAIN_CONTAINER)
+    main = next(c for c, _ in containers if c.get("name") == names.MAIN_CONTAINER)
     return Kind(
         rtype=rtype,
         mx_config=(f'{head}"task":{{"index":', f',"type":"{rtype.lowered}"}}}}'),
@@ -122,7 +121,7 @@ def tuner_label(replica: ReplicaSpec) -> str:
 
 def _main_container(template: dict[str, Any]) -> dict[str, Any]:
     containers: list[dict[str, Any]] = template["spec"]["containers"]
-    return next(c for c in containers if c.get("name") == MAIN_CONTAINER)
+    return next(c for c in containers if c.get("name") == names.MAIN_CONTAINER)
 
 
 def _mx_config_head(name: str, spec: MXJobSpec) -> str:
@@ -165,7 +164,7 @@ def _container_base(container: dict[str, Any]) -> tuple[dict[str, Any], list[Any
     # the workers): only the operator says what those variables are.
     theirs = [e for e in container.get("env") or [] if e.get("name") not in _RESERVED]
     out = container | {"env": []}
-    if container.get("name") == MAIN_CONTAINER:
+    if container.get("name") == names.MAIN_CONTAINER:
         ports = container.get("ports") or []
         if not any(p.get("name") == PORT_NAME for p in ports):
             out["ports"] = [*ports, {"name": PORT_NAME, "containerPort": DEFAULT_PORT}]

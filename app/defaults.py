@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from app.spec import ReplicaType
+from app.spec import BY_LOWERED, ReplicaType
 
 # mxnet-operator v1 put these directly under `spec`; `spec.runPolicy` wins where both are set.
 LEGACY_RUN_POLICY_FIELDS = (
@@ -13,8 +13,6 @@ LEGACY_RUN_POLICY_FIELDS = (
     "suspend",
     "schedulingPolicy",
 )
-
-_BY_LOWER = {t.lowered: t for t in ReplicaType}
 
 
 class SpecError(Exception):
@@ -50,7 +48,7 @@ def _replica_specs(specs: Any) -> Any:
     out: dict[str, Any] = {}
     problems = []
     for key, value in specs.items():
-        rtype = _BY_LOWER.get(str(key).lower())
+        rtype = BY_LOWERED.get(str(key).lower())
         if rtype is None:
             expected = ", ".join(t.value for t in ReplicaType)
             problems.append(f"spec.mxReplicaSpecs.{key}: unknown replica type (one of {expected})")

@@ -3,6 +3,8 @@
 from app.spec import ReplicaType
 
 MAX_NAME = 63
+# The container that runs MXNet: it gets the mxjob-port and decides the exit code.
+MAIN_CONTAINER = "mxnet"
 GROUP = "training.kubeflow.org"
 OPERATOR_NAME = "mxjob-controller"
 

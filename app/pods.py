@@ -6,11 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from app import names
-from app.spec import ORDER, ReplicaType
+from app.spec import BY_LOWERED, ORDER, ReplicaType
 
-_BY_LOWER = {t.lowered: t for t in ReplicaType}
 _PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
-MAIN_CONTAINER = "mxnet"
 
 
 @dataclass(frozen=True)
@@ -59,6 +57,15 @@ def observe(pods: Iterable[Any], job: str) -> list[Attempt]:
     )
 
 
+def replica_of(labels: dict[str, Any], job: str) -> tuple[ReplicaType, int] | None:
+    """(replica type, index) a child's labels name, if it is one of `job`'s."""
+    rtype = BY_LOWERED.get(str(labels.get(names.LABEL_TYPE)))
+    index = count(labels.get(names.LABEL_INDEX))
+    if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
+        return None
+    return rtype, index
+
+
 def _attempt(pod: Any, job: str) -> Attempt | None:
     # Called for every observed pod on every sync: each nested dict is looked up once.
     meta = dig(pod, "metadata")
@@ -66,10 +73,10 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
     name = dig(meta, "name")
     if not isinstance(labels, dict) or not isinstance(name, str):
         return None
-    rtype = _BY_LOWER.get(str(labels.get(names.LABEL_TYPE)))
-    index = count(labels.get(names.LABEL_INDEX))
-    if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
+    replica = replica_of(labels, job)
+    if replica is None:
         return None
+    rtype, index = replica
     status = dig(pod, "status")
     phase = dig(status, "phase")
     statuses = _container_statuses(status)
@@ -100,7 +107,7 @@ def _exit_code(statuses: list[dict[str, Any]]) -> int | None:
         code = dig(status, "state", "terminated", "exitCode")
         if type(code) is int:
             codes[status.get("name")] = code
-    main = codes.pop(MAIN_CONTAINER, None)
+    main = codes.pop(names.MAIN_CONTAINER, None)
     if main:
         return main
     return next((c for c in codes.values() if c), main)

@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Any
 
 from app import names
-from app.pods import Attempt, count, dig
+from app.pods import Attempt, count, dig, replica_of
 from app.spec import MXJobSpec, ReplicaType, RestartPolicy
 
 RETRYABLE_EXIT = 128
@@ -91,20 +91,16 @@ def recorded_attempts(
     services: Iterable[Any], job: str
 ) -> dict[tuple[ReplicaType, int], tuple[int, int]]:
     """Attempt numbers the Services remember, keyed by (replica type, index)."""
-    by_lower = {t.lowered: t for t in ReplicaType}
     out = {}
     for service in services:
         labels = dig(service, "metadata", "labels")
         annotations = dig(service, "metadata", "annotations")
-        if not isinstance(labels, dict) or labels.get(names.LABEL_JOB) != job:
-            continue
-        rtype = by_lower.get(str(labels.get(names.LABEL_TYPE)))
-        index = count(labels.get(names.LABEL_INDEX))
-        if rtype is None or index is None or not isinstance(annotations, dict):
+        replica = replica_of(labels, job) if isinstance(labels, dict) else None
+        if replica is None or not isinstance(annotations, dict):
             continue
         attempt = count(annotations.get(names.LABEL_ATTEMPT)) or 0
         restarts = count(annotations.get(names.ANNOTATION_RESTARTS)) or 0
-        out[rtype, index] = (attempt, restarts)
+        out[replica] = (attempt, restarts)
     return out
 
 

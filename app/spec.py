@@ -26,6 +26,8 @@ class ReplicaType(StrEnum):
 TRAIN_TYPES = (ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER)
 TUNE_TYPES = (ReplicaType.TUNER_TRACKER, ReplicaType.TUNER_SERVER, ReplicaType.TUNER)
 ORDER = {t: n for n, t in enumerate(ReplicaType)}
+# Replica types by their lower-case spelling, as child names and labels write them.
+BY_LOWERED = {t.lowered: t for t in ReplicaType}
 
 
 class RestartPolicy(StrEnum):

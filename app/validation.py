@@ -6,11 +6,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.defaults import SpecError, normalise
-from app.names import MAX_NAME, child_name
+from app.names import MAIN_CONTAINER, MAX_NAME, child_name
 from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 
 _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-MAIN_CONTAINER = "mxnet"
 # Every pod's MX_CONFIG lists the whole cluster, so a job's children and the sync request
 # that carries them grow with the square of its size: 1000 workers make a ~100 MiB request.
 # Past this the hook would exhaust its memory instead of answering (docs/reliability.md).
