@@ -24,24 +24,26 @@ def _tune() -> dict[str, Any]:
     }
 
 
+def _parent(spec: dict[str, Any], path: str) -> tuple[dict[str, Any], str]:
+    """The dict that holds the last key of a dotted path, and that key."""
+    *parents, last = path.split(".")
+    for key in parents:
+        spec = spec[key]
+    return spec, last
+
+
 def _set(path: str, value: Any) -> Edit:
     def edit(spec: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node = spec
-        for key in parents:
-            node = node[key]
-        node[last] = value
+        node, key = _parent(spec, path)
+        node[key] = value
 
     return edit
 
 
 def _drop(path: str) -> Edit:
     def edit(spec: dict[str, Any]) -> None:
-        *parents, last = path.split(".")
-        node = spec
-        for key in parents:
-            node = node[key]
-        del node[last]
+        node, key = _parent(spec, path)
+        del node[key]
 
     return edit
 
