@@ -10,6 +10,8 @@ Public API for tests in this directory:
   scripts/metacontroller-binary.sh on first use.
 - `real_stack` (session): the real hook and the real Metacontroller running against `apiserver`,
   with our CRDs and our CompositeController installed (`realstack.py`).
+- `rest` (session): the API server's REST API (`rest.py`), for polling and playing the kubelet.
+- `figure` (session): `figure(line)` prints a measured figure on the terminal as the tier runs.
 Every test collected here is marked `apiserver`.
 """
 
@@ -30,6 +32,7 @@ from .realstack import (
     serve_hook,
 )
 from .resources import install_crds
+from .rest import Rest
 
 HERE = Path(__file__).parent
 
@@ -123,3 +126,16 @@ def namespace(apiserver: ApiServer) -> str:
     name = f"t-{uuid.uuid4().hex[:10]}"
     apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name
+
+
+@pytest.fixture(scope="session")
+def rest(apiserver: ApiServer) -> Rest:
+    """The API server's REST API with the admin token."""
+    return Rest(apiserver)
+
+
+@pytest.fixture(scope="session")
+def figure(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Print a measured figure (a delay, a duration) on the terminal, even under capture."""
+    progress = _progress(pytestconfig)
+    return lambda line: progress(f"figure: {line}")
