@@ -2,22 +2,19 @@
 Metacontroller and the hook made of it, and wait until it reaches a state."""
 
 import copy
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 
 from .cluster import ApiServer
+from .kubelet import Kubelet
 from .resources import CONTROLLER_UID
 from .rest import Rest
+from .waiting import WAIT, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-# Generous: the machine has 2 shared cores and Metacontroller writes 5 objects a second.
-WAIT = 120.0
-POLL = 0.25
 # Where a job's children can be: the CompositeController's child types, and ConfigMaps, which
 # the contract allows for (one per job, carrying MX_CONFIG).
 CHILD_LISTS = {
@@ -25,22 +22,8 @@ CHILD_LISTS = {
     "Service": "/api/v1/namespaces/{}/services",
     "ConfigMap": "/api/v1/namespaces/{}/configmaps",
 }
-T = TypeVar("T")
-
-
-def wait_for(
-    probe: Callable[[], T], what: str, timeout: float = WAIT, until: Callable[[T], bool] = bool
-) -> T:
-    """Poll `probe` until `until` holds for its value, and return that value; fail naming
-    `what` and the last value seen."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if until(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not seen after {timeout:.0f} s; last seen: {value!r}")
-        time.sleep(POLL)
+CREATED = {"Created": "MXJobCreated"}
+RUNNING = CREATED | {"Running": "MXJobRunning"}
 
 
 def manifest(relative: str) -> dict[str, Any]:
@@ -152,3 +135,18 @@ def apply_job(server: ApiServer, rest: Rest, namespace: str, job: dict[str, Any]
     document = copy.deepcopy(job)
     apply(server, namespace, document)
     return Job(server, rest, namespace, document["metadata"]["name"])
+
+
+def pods(phase: str, *names: str) -> dict[str, str]:
+    """Pods by phase, for a `State`."""
+    return dict.fromkeys(names, phase)
+
+
+def run_job(server: ApiServer, rest: Rest, namespace: str, job: dict[str, Any]) -> Job:
+    """The job applied, its pods created and then started by the kubelet, the job Running."""
+    applied = apply_job(server, rest, namespace, job)
+    names = tuple(expected_children(job))
+    applied.reaches(State(CREATED, pods("Pending", *names), names), "created")
+    Kubelet(rest, namespace).run(*names)
+    applied.reaches(State(RUNNING, pods("Running", *names), names), "running")
+    return applied

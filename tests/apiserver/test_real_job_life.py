@@ -12,21 +12,16 @@ import pytest
 from .conftest import RealStack
 from .kubelet import Kubelet
 from .rest import Rest
-from .scenario import Job, State, apply_job, expected_children, manifest, wait_for
+from .scenario import CREATED, RUNNING, Job, State, manifest, pods, run_job
+from .waiting import wait_for
 
 DIST = "mnist-dist-cpu"
 ALL = tuple(f"{DIST}-{r}" for r in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1"))
 SERVERS = (f"{DIST}-server-0", f"{DIST}-server-1")
 # In MXNet's order: the workers finish, then the scheduler (whose exit decides the job).
 FINISHERS = (f"{DIST}-worker-0", f"{DIST}-worker-1", f"{DIST}-scheduler-0")
-CREATED = {"Created": "MXJobCreated"}
-RUNNING = CREATED | {"Running": "MXJobRunning"}
 RESTARTING = CREATED | {"Restarting": "MXJobRestarting"}
 SUCCEEDED = CREATED | {"Succeeded": "MXJobSucceeded"}
-
-
-def pods(phase: str, *names: str) -> dict[str, str]:
-    return dict.fromkeys(names, phase)
 
 
 def dist_cpu(**run_policy: Any) -> dict[str, Any]:
@@ -34,16 +29,6 @@ def dist_cpu(**run_policy: Any) -> dict[str, Any]:
     job = manifest("examples/dist-cpu.yaml")
     job["spec"]["runPolicy"] |= run_policy
     return job
-
-
-def running(stack: RealStack, rest: Rest, namespace: str, job: dict[str, Any]) -> Job:
-    """The job applied, its pods created and started by the kubelet, the job Running."""
-    applied = apply_job(stack.apiserver, rest, namespace, job)
-    names = tuple(expected_children(job))
-    state = applied.reaches(State(CREATED, pods("Pending", *names), names), "created")
-    Kubelet(rest, namespace).run(*state.pods)
-    applied.reaches(State(RUNNING, pods("Running", *names), names), "running")
-    return applied
 
 
 def message(job: Job, ctype: str) -> str:
@@ -69,7 +54,7 @@ def seconds(stamp: str) -> datetime:
 def test_success_then_clean_up_by_policy(
     real_stack: RealStack, rest: Rest, namespace: str, policy: str, kept: dict[str, str]
 ) -> None:
-    job = running(real_stack, rest, namespace, dist_cpu(cleanPodPolicy=policy))
+    job = run_job(real_stack.apiserver, rest, namespace, dist_cpu(cleanPodPolicy=policy))
 
     for name in FINISHERS:
         Kubelet(rest, namespace).exit(name, 0)
@@ -83,7 +68,7 @@ def test_success_then_clean_up_by_policy(
 def test_sigkilled_worker_is_replaced_and_a_crash_fails_the_job(
     real_stack: RealStack, rest: Rest, namespace: str
 ) -> None:
-    job = running(real_stack, rest, namespace, dist_cpu())
+    job = run_job(real_stack.apiserver, rest, namespace, dist_cpu())
     kubelet = Kubelet(rest, namespace)
     others = ALL[:4]
 
@@ -114,7 +99,7 @@ def test_sigkilled_worker_is_replaced_and_a_crash_fails_the_job(
 
 def test_backoff_limit(real_stack: RealStack, rest: Rest, namespace: str) -> None:
     """backoffLimit 1: the first replacement is allowed, the second restart fails the job."""
-    job = running(real_stack, rest, namespace, dist_cpu(backoffLimit=1))
+    job = run_job(real_stack.apiserver, rest, namespace, dist_cpu(backoffLimit=1))
     kubelet = Kubelet(rest, namespace)
     kubelet.exit(f"{DIST}-worker-1", 137)
     wait_for(lambda: f"{DIST}-worker-1-r1" in job.state().pods, "the first replacement")
@@ -137,7 +122,7 @@ def test_active_deadline_fires_on_time(
     """Nothing happens once the pods run; the hook's resyncAfterSeconds alone brings the sync
     that fails the job when activeDeadlineSeconds is up (Metacontroller's own resync is 30 s)."""
     deadline = 12
-    job = running(real_stack, rest, namespace, dist_cpu(activeDeadlineSeconds=deadline))
+    job = run_job(real_stack.apiserver, rest, namespace, dist_cpu(activeDeadlineSeconds=deadline))
     due = seconds(job.status()["startTime"]) + timedelta(seconds=deadline)
 
     wait_for(lambda: job.condition("Failed"), "the deadline", timeout=deadline + 60)
@@ -153,7 +138,7 @@ def test_active_deadline_fires_on_time(
 
 def test_suspend_and_resume(real_stack: RealStack, rest: Rest, namespace: str) -> None:
     document = dist_cpu()
-    job = running(real_stack, rest, namespace, document)
+    job = run_job(real_stack.apiserver, rest, namespace, document)
 
     document["spec"]["runPolicy"]["suspend"] = True
     job.apply(document)
@@ -177,7 +162,7 @@ def test_ttl_removes_every_child_and_keeps_the_job(
     ttl = 6
     document = manifest("examples/single-worker.yaml")
     document["spec"]["runPolicy"] = {"cleanPodPolicy": "None", "ttlSecondsAfterFinished": ttl}
-    job = running(real_stack, rest, namespace, document)
+    job = run_job(real_stack.apiserver, rest, namespace, document)
     worker = "mnist-single-worker-0"
 
     Kubelet(rest, namespace).exit(worker, 0)
@@ -195,7 +180,7 @@ def test_ttl_removes_every_child_and_keeps_the_job(
 def test_tune_job_is_decided_by_its_tuner(
     real_stack: RealStack, rest: Rest, namespace: str
 ) -> None:
-    job = running(real_stack, rest, namespace, manifest("examples/tune.yaml"))
+    job = run_job(real_stack.apiserver, rest, namespace, manifest("examples/tune.yaml"))
     tuner = "auto-tuning-tuner-0"
 
     Kubelet(rest, namespace).exit(tuner, 0)
