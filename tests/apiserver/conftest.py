@@ -26,6 +26,7 @@ from .cluster import ApiServer, Binaries, ClusterError, cluster, obtain_binaries
 from .realstack import (
     Hook,
     Metacontroller,
+    delete_jobs,
     install_controller,
     obtain_metacontroller,
     run_metacontroller,
@@ -41,6 +42,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.apiserver)
+    # Once `real_stack` is up, Metacontroller syncs every MXJob on the server: tests that write
+    # a job's children or status themselves (test_golden_children.py) must come before it.
+    items.sort(key=lambda item: "real_stack" in getattr(item, "fixturenames", ()))
 
 
 def _progress(pytestconfig: pytest.Config) -> Callable[[str], None]:
@@ -89,11 +93,14 @@ def real_stack(
     apiserver: ApiServer, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RealStack]:
     """The real hook and the real Metacontroller on `apiserver`, our CRDs and CompositeController
-    installed. Tests share it: each works in its own namespace."""
+    installed, the MXJobs of earlier tests deleted. Tests share it: each works in its own
+    namespace. From here on Metacontroller syncs every MXJob on `apiserver`, so the tests that
+    do not use it run first (see pytest_collection_modifyitems)."""
     workdir = tmp_path_factory.mktemp("real-stack")
     failure = None
     try:
         install_crds(apiserver)
+        delete_jobs(apiserver)
         with serve_hook(workdir) as hook:
             install_controller(apiserver, hook.url)
             with run_metacontroller(metacontroller_binary, apiserver, workdir) as controller:

@@ -5,6 +5,7 @@
 - `serve_hook` runs `python -m app serve` on a free loopback port; `Hook.down()` stops it for a
   while and starts it again on the same port (a hook outage).
 - `run_metacontroller` runs Metacontroller out of cluster with the API server's kubeconfig.
+- `delete_jobs` deletes the MXJobs earlier tests left, before Metacontroller starts.
 - `install_controller` applies Metacontroller's CRDs and our CompositeController exactly as
   shipped (metacontroller/compositecontroller.yaml) except that its webhook points at the hook's
   loopback URL.
@@ -50,7 +51,11 @@ def metacontroller_crds() -> Path:
                       "manifests/production/metacontroller-crds-v1.yaml"):  # fmt: skip
         if (source / candidate).is_file():
             return source / candidate
-    raise ClusterError(f"no metacontroller-crds-v1.yaml under {source}/manifests")
+    raise ClusterError(
+        f"no metacontroller-crds-v1.yaml under {source}/manifests: set METACONTROLLER_SRC to a "
+        "checkout of Metacontroller v4.17.2 (its CRDs are read from there, even with "
+        "METACONTROLLER_BIN)"
+    )
 
 
 def obtain_metacontroller(progress: Callable[[str], None]) -> Path:
@@ -184,6 +189,13 @@ def composite_controller(hook_url: str) -> dict[str, Any]:
     webhook.pop("service", None)
     webhook["url"] = f"{hook_url}{path}"
     return controller
+
+
+def delete_jobs(server: ApiServer) -> None:
+    """Delete every MXJob. Tests that ran before the real stack started (admission, golden
+    answers) leave jobs that no controller ran; Metacontroller would sync them all first, at
+    its 5 writes a second, ahead of the jobs of the tests that follow."""
+    server.kubectl("delete", "mxjobs.kubeflow.org", "--all", "--all-namespaces", "--wait=false")
 
 
 def install_controller(server: ApiServer, hook_url: str) -> None:
