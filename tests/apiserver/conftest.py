@@ -145,4 +145,4 @@ def rest(apiserver: ApiServer) -> Rest:
 def figure(pytestconfig: pytest.Config) -> Callable[[str], None]:
     """Print a measured figure (a delay, a duration) on the terminal, even under capture."""
     progress = _progress(pytestconfig)
-    return lambda line: progress(f"figure: {line}")
+    return lambda line: progress(f"\nfigure: {line}")  # off the line of progress dots

@@ -85,6 +85,7 @@ def test_invalid_edit_of_a_running_job_keeps_its_children(
         job.apply(without_scheduler())
 
         condition = wait_for(lambda: invalid_spec(job), "the invalid spec reported")
+        assert condition is not None
         assert "spec.mxReplicaSpecs.Scheduler" in condition["message"]
         after = job.children()
     assert {k: content(c) for k, c in after.items()} == {k: content(c) for k, c in before.items()}

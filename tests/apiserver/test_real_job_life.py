@@ -37,6 +37,12 @@ def message(job: Job, ctype: str) -> str:
     return str(condition["message"])
 
 
+def changed_at(job: Job, ctype: str) -> str:
+    condition = job.condition(ctype)
+    assert condition is not None, ctype
+    return str(condition["lastTransitionTime"])
+
+
 def seconds(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp)
 
@@ -61,7 +67,7 @@ def test_success_then_clean_up_by_policy(
 
     job.reaches(State(SUCCEEDED, dict(sorted(kept.items())), tuple(sorted(kept))), "cleaned up")
     status = job.status()
-    assert status["completionTime"] == job.condition("Succeeded")["lastTransitionTime"]  # type: ignore[index]
+    assert status["completionTime"] == changed_at(job, "Succeeded")
     assert status["replicaStatuses"]["Worker"] == {"active": 0, "succeeded": 2, "failed": 0}
 
 
@@ -129,7 +135,7 @@ def test_active_deadline_fires_on_time(
     seen = datetime.now(UTC)
 
     job.reaches(State(CREATED | {"Failed": "DeadlineExceeded"}, {}, ()), "running pods removed")
-    decided = seconds(job.condition("Failed")["lastTransitionTime"])  # type: ignore[index]
+    decided = seconds(changed_at(job, "Failed"))
     late = (seen - due).total_seconds()
     figure(f"activeDeadlineSeconds {deadline}: Failed seen {late:.1f} s after startTime + deadline")
     assert decided >= due, "never before the deadline"
