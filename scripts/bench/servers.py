@@ -1,0 +1,103 @@
+"""The servers the hook's benchmark compares: the hook and an echo, one uvicorn process each on
+exactly the same settings; `STACKS` names the HTTP parser and event loop they run on."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests import support as s
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = "127.0.0.1"
+
+
+def _echo_app(responses: dict[int, bytes]) -> Any:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import PlainTextResponse, Response
+
+    echo = FastAPI()
+
+    @echo.post("/sync")
+    async def answer_precomputed(request: Request) -> Response:
+        body = await request.body()
+        return Response(responses.get(len(body), b"{}"), media_type="application/json")
+
+    @echo.get("/healthz")
+    async def healthz() -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    return echo
+
+
+def serve(kind: str, port: int, responses_dir: str | None) -> None:
+    """One server process; both kinds run on exactly the same uvicorn settings."""
+    import uvicorn
+
+    if kind == "hook":
+        from app.web import app
+    else:
+        found = Path(responses_dir or ".").glob("*.response")
+        app = _echo_app({int(p.stem): p.read_bytes() for p in found})
+    uvicorn.run(app, host=HOST, port=port, access_log=False, log_level="warning")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Server:
+    kind: str
+    port: int
+    process: subprocess.Popen[bytes]
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
+
+
+@contextmanager
+def running(kind: str, responses_dir: str) -> Iterator[Server]:
+    """A server process of this kind; its log goes to a file, shown if it fails to start."""
+    port = _free_port()
+    env = os.environ | {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
+    argv = [sys.executable, "-m", "scripts.bench", "serve", kind, "--port", str(port)]
+    log = Path(responses_dir) / f"{kind}-{port}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [*argv, "--responses", responses_dir], cwd=ROOT, env=env, stdout=out, stderr=out
+        )
+    try:
+        _wait_ready(port, process)
+        yield Server(kind, port, process)
+    except RuntimeError:
+        sys.stderr.write(log.read_text())
+        raise
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _wait_ready(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            with socket.create_connection((HOST, port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not start in 30 s")
