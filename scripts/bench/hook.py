@@ -17,13 +17,14 @@ import asyncio
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from scripts.bench.client import Run, first_answer, load
 from scripts.bench.plots import plot, plot_sizes
 from scripts.bench.report import END, START, report, write_doc
-from scripts.bench.servers import ROOT, Server, running, serve
+from scripts.bench.servers import ROOT, STACKS, Server, running, serve
 from scripts.bench.workloads import SIZES, Payload, Size, answer, payload, time_phases
 
 DOC = ROOT / "docs" / "performance.md"
@@ -96,8 +97,13 @@ def measure(args: argparse.Namespace) -> Result:
     with tempfile.TemporaryDirectory() as tmp:
         for r in results:
             (Path(tmp) / f"{len(r.payload.request)}.response").write_bytes(r.payload.response)
-        with running("echo", tmp) as echo, running("hook", tmp) as hook:
-            asyncio.run(_http(results, (echo, hook), counts, args.client))
+        with ExitStack() as stack:
+            servers = [
+                stack.enter_context(running(kind, tmp, name))
+                for name in args.stacks.split(",")
+                for kind in ("echo", "hook")
+            ]
+            asyncio.run(_http(results, servers, counts, args.client))
         wanted_memory = args.memory_size or ("small" if args.quick else "typical")
         memory_size = next(z for z in SIZES if z.name == wanted_memory)
         memory = asyncio.run(_memory(tmp, payload(memory_size), counts, args.client))
@@ -105,21 +111,23 @@ def measure(args: argparse.Namespace) -> Result:
 
 
 async def _http(
-    results: list[SizeResult], servers: tuple[Server, ...], counts: Counts, client: str
+    results: list[SizeResult], servers: list[Server], counts: Counts, client: str
 ) -> None:
     for r in results:
         size, body = r.payload.size, r.payload.request
-        status, got = await first_answer(servers[1].port, body)
-        r.same_answer = status == 200 and got == r.payload.response
+        for server in servers:
+            if server.kind == "hook":
+                status, got = await first_answer(server.port, body)
+                r.same_answer &= status == 200 and got == r.payload.response
         print(f"{size.label}: {len(body):,} B in, {len(got):,} B out", flush=True)
         for round_ in range(counts.rounds):
             for server in servers:
                 await load(server.port, body, 2, 1, client)  # warm-up
                 n = max(1, counts.serial_for(size) // counts.rounds)
-                r.run(server.kind, 1).add(await load(server.port, body, n, 1, client))
+                r.run(server.name, 1).add(await load(server.port, body, n, 1, client))
                 n = counts.concurrent_for(size, round_)
                 if n:
-                    r.run(server.kind, 16).add(await load(server.port, body, n, 16, client))
+                    r.run(server.name, 16).add(await load(server.port, body, n, 16, client))
 
 
 async def _memory(
@@ -169,6 +177,12 @@ def cli(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
     parser.add_argument(
+        "--stacks",
+        default="h11,standard",
+        help="uvicorn stacks to serve both servers on, in the same rounds: h11 (as shipped), "
+        "standard (httptools + uvloop)",
+    )
+    parser.add_argument(
         "--no-write", dest="write", action="store_false", help="print only; leave docs/ alone"
     )
     commands = parser.add_subparsers(dest="command")
@@ -176,6 +190,7 @@ def cli(argv: list[str]) -> argparse.Namespace:
     server.add_argument("kind", choices=("hook", "echo"))
     server.add_argument("--port", type=int, required=True)
     server.add_argument("--responses")
+    server.add_argument("--stack", choices=STACKS, default="h11")
     prof = commands.add_parser("profile", help="pyinstrument profile of parse+sync+serialize")
     prof.add_argument("--size", default="large")
     prof.add_argument("--repeat", type=int, default=3)
@@ -187,7 +202,7 @@ def cli(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = cli(argv)
     if args.command == "serve":
-        serve(args.kind, args.port, args.responses)
+        serve(args.kind, args.port, args.responses, args.stack)
         return 0
     if args.command == "profile":
         profile(args.size, args.repeat)

@@ -16,6 +16,13 @@ from tests import support as s
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
+# uvicorn's HTTP parser and event loop per stack. `h11` is what the hook runs on as shipped
+# (requirements.txt has neither C extension, so uvicorn's "auto" picks these); `standard` is
+# what `uvicorn[standard]` would add. Its packages live outside the venv (`make bench` installs
+# requirements-bench-standard.txt into STANDARD_LIB), so that installing them changes nothing
+# for `make run` and the tests, whose uvicorn would pick them up on "auto".
+STACKS = {"h11": ("h11", "asyncio"), "standard": ("httptools", "uvloop")}
+STANDARD_LIB = ROOT / ".cache" / "uvicorn-standard"
 
 
 def _echo_app(responses: dict[int, bytes]) -> Any:
@@ -36,7 +43,7 @@ def _echo_app(responses: dict[int, bytes]) -> Any:
     return echo
 
 
-def serve(kind: str, port: int, responses_dir: str | None) -> None:
+def serve(kind: str, port: int, responses_dir: str | None, stack: str = "h11") -> None:
     """One server process; both kinds run on exactly the same uvicorn settings."""
     import uvicorn
 
@@ -45,7 +52,10 @@ def serve(kind: str, port: int, responses_dir: str | None) -> None:
     else:
         found = Path(responses_dir or ".").glob("*.response")
         app = _echo_app({int(p.stem): p.read_bytes() for p in found})
-    uvicorn.run(app, host=HOST, port=port, access_log=False, log_level="warning")
+    http, loop = STACKS[stack]
+    uvicorn.run(
+        app, host=HOST, port=port, access_log=False, log_level="warning", http=http, loop=loop
+    )
 
 
 def _free_port() -> int:
@@ -60,6 +70,12 @@ class Server:
     kind: str
     port: int
     process: subprocess.Popen[bytes]
+    stack: str = "h11"
+
+    @property
+    def name(self) -> str:
+        """`hook`, `echo`; `hook standard`, `echo standard` on the other stack."""
+        return self.kind if self.stack == "h11" else f"{self.kind} {self.stack}"
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
@@ -69,11 +85,16 @@ class Server:
 
 
 @contextmanager
-def running(kind: str, responses_dir: str) -> Iterator[Server]:
+def running(kind: str, responses_dir: str, stack: str = "h11") -> Iterator[Server]:
     """A server process of this kind; its log goes to a file, shown if it fails to start."""
     port = _free_port()
     env = os.environ | {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
+    if stack == "standard":
+        if not STANDARD_LIB.is_dir():
+            raise RuntimeError(f"no {STANDARD_LIB}: `make bench` installs it")
+        env["PYTHONPATH"] = os.pathsep.join([str(STANDARD_LIB), env.get("PYTHONPATH", "")])
     argv = [sys.executable, "-m", "scripts.bench", "serve", kind, "--port", str(port)]
+    argv += ["--stack", stack]
     log = Path(responses_dir) / f"{kind}-{port}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -81,7 +102,7 @@ def running(kind: str, responses_dir: str) -> Iterator[Server]:
         )
     try:
         _wait_ready(port, process)
-        yield Server(kind, port, process)
+        yield Server(kind, port, process, stack)
     except RuntimeError:
         sys.stderr.write(log.read_text())
         raise

@@ -6,12 +6,16 @@ answering it."""
 import copy
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml
 
 from app.reconcile import LAST_APPLIED, sync
 from tests import support as s
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -162,3 +166,47 @@ def time_phases(body: bytes, count: int) -> dict[str, list[float]]:
             out[phase].append(end - start)
         out["whole"].append(marks[-1] - marks[0])
     return out
+
+
+# ---------------------------------------------------------------- the end-to-end bench's jobs
+
+EXAMPLE = ROOT / "examples" / "dist-cpu.yaml"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    jobs: int
+    servers: int
+    workers: int
+    timeout: float
+
+    @property
+    def pods(self) -> int:
+        return self.jobs * (1 + self.servers + self.workers)
+
+
+SCENARIOS = (
+    Scenario("small 1/1/2", 1, 1, 2, 120),
+    Scenario("typical 1/16/64", 1, 16, 64, 300),
+    Scenario("20 small jobs 1/2/2", 20, 2, 2, 300),
+    Scenario("large 1/100/1000", 1, 100, 1000, 1200),
+)
+
+QUICK = ("small 1/1/2", "typical 1/16/64")
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    flags: tuple[str, ...]
+
+
+def mxjob(name: str, scenario: Scenario) -> dict[str, Any]:
+    """examples/dist-cpu.yaml with the scenario's replica counts."""
+    job: dict[str, Any] = yaml.safe_load(EXAMPLE.read_text())
+    job["metadata"]["name"] = name
+    specs = job["spec"]["mxReplicaSpecs"]
+    specs["Server"]["replicas"] = scenario.servers
+    specs["Worker"]["replicas"] = scenario.workers
+    return job
