@@ -30,6 +30,7 @@ from e2e.kube import Kube, path
 from e2e.stack import REPO, Stack, real_stack, shipped_flags
 from scripts.bench.e2e_report import END, START, Measure, report, summary
 from scripts.bench.observe import Seen, audited, cpu_seconds, hook_syncs, wait_for, watching
+from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import write_doc
 from scripts.bench.workloads import QUICK, SCENARIOS, Scenario, Setting, mxjob
 
@@ -88,8 +89,12 @@ def measure(
     scenario: Scenario,
     setting: Setting,
     progress: Callable[[str], None],
+    pprof_seconds: int = 0,
 ) -> Measure:
-    with stack.metacontroller(setting.flags) as controller:
+    slug = f"{scenario.name.split(' ')[0]}-{setting.name.split(' ')[0].lower()}"
+    profile = CpuProfile(pprof_seconds, stack.workdir / f"pprof-{slug}.pb.gz")
+    flags = setting.flags + ((profile.flag,) if pprof_seconds else ())
+    with stack.metacontroller(flags) as controller:
         # A freshly started Metacontroller starts its informers on the first job: not measured.
         warm_up = new_namespace(kube)
         apply_and_time(stack, kube, warm_up, SCENARIOS[0])
@@ -99,9 +104,16 @@ def measure(
         pids = (controller.process.pid, stack.hook.process.pid)
         cpu_before = [cpu_seconds(pid) for pid in pids]
         syncs_before = hook_syncs(stack.hook.url)
+        if pprof_seconds:
+            profile.start()
         seen = apply_and_time(stack, kube, namespace, scenario)
         cpu_after = [cpu_seconds(pid) for pid in pids]
         syncs = hook_syncs(stack.hook.url) - syncs_before
+        if pprof_seconds:
+            profile.wait()
+            text = top(profile.out, stack.binary)
+            profile.out.with_suffix(".txt").write_text(text)
+            progress(f"Metacontroller's CPU profile: {profile.out.with_suffix('.txt')}")
     requests = audited(audit_log, offset, namespace)
     cleanup(kube, namespace)
     result = Measure(
@@ -143,6 +155,13 @@ def cli(argv: list[str]) -> argparse.Namespace:
         help="skip Metacontroller's defaults",
     )
     parser.add_argument(
+        "--pprof",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="profile Metacontroller's CPU for SECONDS from each apply (go tool pprof -top)",
+    )
+    parser.add_argument(
         "--no-write", dest="write", action="store_false", help="print only; leave docs/ alone"
     )
     args = parser.parse_args(argv)
@@ -174,7 +193,9 @@ def main(argv: list[str]) -> int:
         try:
             for scenario in scenarios:
                 for setting in settings:
-                    measures.append(measure(stack, kube, audit_log, scenario, setting, progress))
+                    measures.append(
+                        measure(stack, kube, audit_log, scenario, setting, progress, args.pprof)
+                    )
         finally:
             kube.close()
     text = report(measures, settings, args, time.monotonic() - started)

@@ -7,15 +7,17 @@ CompositeController for the in-cluster Service, which the shared server's real s
 get).
 """
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.kustomize import build_overlay
+from tests.kustomize import build_overlay, metacontroller_manifests
 
 from .cluster import ApiServer, Binaries, cluster
 
+REPO = Path(__file__).resolve().parents[2]
 OVERLAY = "with-metacontroller"
 SHIPPED = ["--client-go-qps=100", "--client-go-burst=200", "--workers=16"]
 
@@ -56,3 +58,36 @@ def test_one_command_installs_metacontroller_and_the_hook(
     assert deployment["spec"]["template"]["spec"]["containers"][0]["name"] == "hook"
     crds = {c["metadata"]["name"] for c in fresh_apiserver.get("crd")["items"]}
     assert {"mxjobs.kubeflow.org", "compositecontrollers.metacontroller.k8s.io"} <= crds
+
+
+def documented_patch() -> list[str]:
+    """The `kubectl patch` of docs/install.md that adds the flags to a running Metacontroller."""
+    text = (REPO / "docs" / "install.md").read_text()
+    match = re.search(
+        r"kubectl -n metacontroller patch statefulset metacontroller --type=json -p '(.*?)'",
+        text,
+        re.S,
+    )
+    assert match, "docs/install.md shows no kubectl patch of Metacontroller's flags"
+    return [
+        "-n",
+        "metacontroller",
+        "patch",
+        "statefulset",
+        "metacontroller",
+        "--type=json",
+        "-p",
+        match.group(1),
+    ]
+
+
+def test_two_step_install_gets_the_flags_by_the_documented_patch(
+    k8s_binaries: Binaries, tmp_path: Path
+) -> None:
+    with cluster(k8s_binaries, tmp_path) as server:
+        release = server.kubectl("kustomize", str(metacontroller_manifests())).stdout
+        server.kubectl("apply", "-f", "-", input=release)
+        server.kubectl(*documented_patch())
+        statefulset = server.get("statefulset", "metacontroller", "--namespace=metacontroller")
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["--zap-log-level=4", "--discovery-interval=20s", *SHIPPED]
