@@ -3,8 +3,6 @@ children in the golden files."""
 
 import functools
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +10,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+
+from tests.kustomize import hook_objects
 
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -39,22 +39,13 @@ LAYOUT = {
     "kubeflow": ("kubeflow", False, None),
     "volcano": ("mxjob-system", True, VOLCANO),
     "scheduler-plugins": ("mxjob-system", True, SCHEDULER_PLUGINS),
+    "with-metacontroller": ("mxjob-system", True, None),
 }
 
 
 @functools.cache
 def build(overlay: str) -> tuple[dict[str, Any], ...]:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (with its built-in kustomize) must be on PATH"
-    result = subprocess.run(
-        [kubectl, "kustomize", str(OVERLAYS / overlay)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return tuple(yaml.safe_load_all(result.stdout))
+    return hook_objects(overlay)
 
 
 def the(overlay: str, kind: str) -> dict[str, Any]:
