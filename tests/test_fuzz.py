@@ -320,6 +320,9 @@ def _may_drop(request: dict[str, Any], answer: dict[str, Any], pod: dict[str, An
     parent = request["parent"]
     if _finished_in(answer["status"]) or _finished_in(parent.get("status")):
         return True
+    if not isinstance(pods.dig(pod, "metadata", "name"), str):
+        return True  # no pod the API server holds: an invalid spec echoes it, re-encoded
+
     job = parent["metadata"]["name"]
     try:
         spec = parse(job, parent.get("spec"))
