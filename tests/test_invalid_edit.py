@@ -151,3 +151,21 @@ def test_an_earlier_versions_failure_without_children_stays() -> None:
     assert _true(without_children)["Failed"] == INVALID
     assert without_children["children"] == []
     assert "Failed" not in _true(with_children)
+
+
+def test_while_the_spec_is_invalid_a_failed_pod_is_not_replaced_and_no_timer_runs() -> None:
+    parent, request, answer = _running()
+    parent["spec"]["runPolicy"] = {"activeDeadlineSeconds": 3600}
+    broken = _break(parent)
+    pods = request["children"]["Pod.v1"]
+    pods["default/mnist-worker-1"]["status"] = s.pod_status("Failed", exit_code=137)
+
+    edited = _replay(request, broken, 60)
+    fixed = _replay(request, parent, 90)
+
+    assert (s.names(edited["children"]), edited["resyncAfterSeconds"]) == (
+        s.names(answer["children"]),
+        0,
+    )
+    assert "Failed" not in _true(edited)
+    assert "Failed" in _true(fixed)  # restartPolicy Never: decided once the spec is valid
