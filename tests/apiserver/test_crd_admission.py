@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from app.validation import MAX_REPLICAS
 from scripts import crd_pod_template
 from tests.test_crd import INVALID, VALID, job
 
@@ -161,4 +162,46 @@ def test_scheduler_plugins_refuses_the_min_member_our_rule_keeps_out(
     assert (
         "spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1"
         in refused.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "refusal"),
+    [
+        pytest.param(
+            {"Worker": {"replicas": MAX_REPLICAS}},
+            f"spec.mxReplicaSpecs: Invalid value: \"object\": at most {MAX_REPLICAS} replicas in all",
+            id="too-many-replicas",
+        ),
+        pytest.param(
+            {"Worker": {"template": {"spec": {"containers": [{"name": "mxnet", "image": "x", "env": [{"value": "1"}]}]}}}},
+            "spec.mxReplicaSpecs.Worker.template.spec.containers[0].env[0].name: Required value",
+            id="env-entry-without-a-name",
+        ),
+        pytest.param(
+            {"Worker": {"template": {"metadata": {"labels": {"bad key": "x"}}}}},
+            "spec.mxReplicaSpecs[Worker].template.metadata.labels: Invalid value: \"object\": keys must be qualified names",
+            id="label-key-with-a-space",
+        ),
+    ],
+)  # fmt: skip
+def test_an_edit_of_a_stored_job_is_refused_and_changes_nothing(
+    apiserver: ApiServer, namespace: str, edit: dict[str, Any], refusal: str
+) -> None:
+    """What training-operator's webhook did for an edit: `kubectl apply` fails, the stored job
+    keeps its spec, and the hook never sees the bad edit."""
+    doc = placed(job("dist-cpu.yaml", {}), namespace)
+    apiserver.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+    before = apiserver.get(MXJOB, doc["metadata"]["name"], f"--namespace={namespace}")
+
+    edited = job("dist-cpu.yaml", {"spec": {"mxReplicaSpecs": edit}})
+    refused = apiserver.kubectl(
+        "apply", "-f", "-", input=yaml.safe_dump(placed(edited, namespace)), check=False
+    )
+
+    after = apiserver.get(MXJOB, doc["metadata"]["name"], f"--namespace={namespace}")
+    assert (refused.returncode, refusal in refused.stderr) == (1, True), refused.stderr
+    assert (after["spec"], after["metadata"]["generation"]) == (
+        before["spec"],
+        before["metadata"]["generation"],
     )
