@@ -13,6 +13,9 @@ _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS_1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # Kubernetes' syntax for label and annotation keys (a qualified name) and label values.
 _NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+# What the kubelet accepts as an environment variable name since Kubernetes 1.32 (relaxed
+# validation, on by default): printable ASCII except '='.
+_ENV_NAME = re.compile(r"[ -<>-~]+")
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
 _QUALIFIED = (
@@ -187,10 +190,19 @@ def _container_problems(field: str, container: Any) -> list[str]:
     if not isinstance(env, list):
         return [*problems, f"{field}.env: must be a list of objects with a name"]
     return problems + [
-        f"{field}.env[{n}].name: required: every env entry needs a name"
+        f"{field}.env[{n}].name: {_env_name_problem(entry)}"
         for n, entry in enumerate(env)
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str)
+        if _env_name_problem(entry)
     ]
+
+
+def _env_name_problem(entry: Any) -> str:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, str):
+        return "required: every env entry needs a name"
+    if not _ENV_NAME.fullmatch(name):
+        return f"{name!r} must be printable ASCII without '=', at least one character"
+    return ""
 
 
 def _port_problems(field: str, containers: list[Any]) -> list[str]:

@@ -76,6 +76,7 @@ _PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 LABEL_KEY = f"^({_PREFIX}/)?{_NAME}$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 QUALIFIED_KEY_LENGTH = 253 + 1 + 63
+ENV_NAME = "^[ -<>-~]+$"
 
 # Kubernetes sets no limit on the number of labels or annotations; checking every key with
 # CEL needs one for the API server's cost estimate, and this is the largest power of two that
@@ -105,6 +106,8 @@ OVERLAY: dict[str, dict[str, Any]] = {
     "spec.containers[]": {"required": ["name", "image"]},
     "spec.containers[].name": {"maxLength": 63},
     "spec.containers[].image": {"minLength": 1},
+    # Kubernetes 1.32's (relaxed) rule for an environment variable name: printable ASCII but '='.
+    "spec.containers[].env[].name": {"pattern": ENV_NAME},
     "spec.containers[].ports[].containerPort": {"minimum": 1, "maximum": 65535},
 }
 
@@ -175,9 +178,12 @@ def _reference(node: dict[str, Any]) -> str | None:
     return ref.rsplit("/", 1)[1] if isinstance(ref, str) else None
 
 
-def overlaid(schema: dict[str, Any]) -> dict[str, Any]:
+def overlaid(
+    schema: dict[str, Any], overlay: dict[str, dict[str, Any]] = OVERLAY
+) -> dict[str, Any]:
+    """A copy of `schema` with each overlay's keywords set at its path."""
     out = copy.deepcopy(schema)
-    for path, extra in OVERLAY.items():
+    for path, extra in overlay.items():
         node = out
         for step in path.split("."):
             node = node["properties"][step.removesuffix("[]")]
@@ -197,13 +203,15 @@ def template_schema(version: str) -> dict[str, Any]:
     return {"description": description, **schema}
 
 
-def rendered(crd_text: str, version: str) -> str:
-    """The CRD text with the generated block replaced."""
+def rendered(crd_text: str, version: str, schema: dict[str, Any] | None = None) -> str:
+    """The CRD text with the generated block replaced by `schema` (by default, the template
+    schema generated from that Kubernetes version's OpenAPI)."""
     lines = crd_text.splitlines(keepends=True)
     begin = next(n for n, line in enumerate(lines) if line.strip().startswith(BEGIN))
     end = next(n for n, line in enumerate(lines) if line.strip() == END)
     indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-    body = yaml.safe_dump(template_schema(version), sort_keys=True, width=100)
+    schema = template_schema(version) if schema is None else schema
+    body = yaml.safe_dump(schema, sort_keys=True, width=100)
     block = [f"{indent}{BEGIN} from Kubernetes v{version}'s OpenAPI; do not edit.\n"]
     block += [f"{indent}{line}\n" for line in body.splitlines()]
     return "".join([*lines[:begin], *block, *lines[end:]])

@@ -166,6 +166,10 @@ VALID = [
         job("dist-cpu.yaml", run_policy(schedulingPolicy={"minAvailable": 1, "queue": "a.b-c"})),
         id="min-available-1-and-a-dotted-queue",
     ),
+    pytest.param(
+        job("dist-cpu.yaml", worker(containers(MXNET | {"env": [{"name": "my-var.1 x"}]}))),
+        id="env-name-kubernetes-accepts-since-1-32",
+    ),
 ]
 
 
@@ -502,6 +506,18 @@ INVALID = [
             UNCHECKED,
         ),
         id="env-entry-without-a-name",
+    ),
+    *(
+        pytest.param(
+            *case(
+                "dist-cpu.yaml",
+                worker(containers(MXNET | {"env": [{"name": name, "value": "1"}]})),
+                f"{SPECS}.Worker.template.spec.containers[0].env[0].name: '{name}' does not "
+                "match '^[ -<>-~]+$'",
+            ),
+            id=f"env-name-{what}",
+        )
+        for what, name in {"empty": "", "with-equals": "A=B", "non-ascii": "É"}.items()
     ),
     pytest.param(
         *case(

@@ -240,6 +240,19 @@ WT = "spec.mxReplicaSpecs.Worker.template"
             f"{WT}.spec.containers[0].env[0].name: required: every env entry needs a name",
             id="env-without-name",
         ),
+        *(
+            pytest.param(
+                "mnist",
+                _set(
+                    f"{W}.template.spec.containers",
+                    [{"name": "mxnet", "image": "x", "env": [{"name": "OK"}, {"name": name}]}],
+                ),
+                f"{WT}.spec.containers[0].env[1].name: {name!r} must be printable ASCII "
+                "without '='",
+                id=f"env-name-{case}",
+            )
+            for case, name in {"empty": "", "with-equals": "A=B", "non-ascii": "É"}.items()
+        ),
         pytest.param(
             "mnist",
             _set(

@@ -205,3 +205,16 @@ def test_an_edit_of_a_stored_job_is_refused_and_changes_nothing(
         before["spec"],
         before["metadata"]["generation"],
     )
+
+
+def test_the_generators_source_is_what_the_api_server_serves(apiserver: ApiServer) -> None:
+    """The OpenAPI file taken from the k8s.io/kubernetes module gives the same pod-template
+    schema as the pinned API server's own /openapi/v3/api/v1."""
+    served = json.loads(apiserver.kubectl("get", "--raw", "/openapi/v3/api/v1").stdout)
+    module = crd_pod_template.openapi_document(crd_pod_template.k8s_version())
+
+    def template(document: dict[str, Any]) -> Any:
+        schemas = document["components"]["schemas"]
+        return crd_pod_template.structural(schemas, schemas[crd_pod_template.ROOT])
+
+    assert template(served) == template(module)
