@@ -28,8 +28,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app import kubeenv
+
 WORKDIR = Path(__file__).resolve().parent.parent
 MAIN_CONTAINER = "mxnet"
+CONFIG_MAP = "ConfigMap.v1"
 POD = "Pod.v1"
 SERVICE = "Service.v1"
 NAMESPACE = "default"
@@ -82,19 +85,22 @@ def write_hosts(path: Path, names: Iterable[str]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def container_env(container: dict[str, Any]) -> dict[str, str]:
-    """The container's env as given; `valueFrom` needs an API server this double doesn't have."""
-    env = {}
-    for var in container.get("env") or []:
-        if "value" not in var:
-            raise ClusterError(f"env {var.get('name')}: only literal values can run locally")
-        env[var["name"]] = str(var["value"])
-    return env
+def container_env(
+    container: dict[str, Any], config_maps: dict[str, dict[str, Any]]
+) -> dict[str, str]:
+    """The container's env as the kubelet resolves and expands it (app.kubeenv, shared with
+    `render --expand` and the tests). Headless Services give no service variables."""
+    try:
+        return kubeenv.resolve(container, config_maps)
+    except kubeenv.EnvError as err:
+        raise ClusterError(str(err)) from None
 
 
-def process_env(container: dict[str, Any]) -> dict[str, str]:
+def process_env(
+    container: dict[str, Any], config_maps: dict[str, dict[str, Any]]
+) -> dict[str, str]:
     """Exactly the hook's env, plus what a local process needs and the hook never sets."""
-    env = container_env(container)
+    env = container_env(container, config_maps)
     clash = sorted(set(env) & set(LOCAL_ENV))
     if clash:
         raise ClusterError(f"the pod already sets {clash}; refusing to override it locally")
@@ -163,7 +169,7 @@ class Kubelet:
     processes: dict[str, Process] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
 
-    def start(self, pod: dict[str, Any]) -> None:
+    def start(self, pod: dict[str, Any], config_maps: dict[str, dict[str, Any]]) -> None:
         name = pod["metadata"]["name"]
         if name in self.processes:
             raise ClusterError(f"pod {name} was started before; a name is never reused here")
@@ -175,7 +181,7 @@ class Kubelet:
             popen = subprocess.Popen(
                 [*_PRIVATE_HOSTS, str(self.hosts_file), *argv(container)],
                 cwd=container.get("workingDir") or WORKDIR,
-                env=process_env(container),
+                env=process_env(container, config_maps),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -257,22 +263,23 @@ class Changes:
 class ApiServer:
     """Test double for the API server: the parent's children as dicts, applied like Metacontroller.
 
-    Pods are created and deleted but never updated (`OnDelete`); Services are updated in place
-    (`InPlace`), which the hook relies on to carry its restart records. Creating a pod hands it
-    to the kubelet; deleting one stops its process. Every Service name resolves to loopback.
+    Pods are created and deleted but never updated (`OnDelete`); Services and ConfigMaps are
+    updated in place (`InPlace`), which the hook relies on to carry its restart records.
+    Creating a pod hands it to the kubelet with the ConfigMaps it may read; deleting one stops
+    its process. Every Service name resolves to loopback.
     """
 
     kubelet: Kubelet
     parent_uid: str
     children: dict[str, dict[str, dict[str, Any]]] = field(
-        default_factory=lambda: {POD: {}, SERVICE: {}}
+        default_factory=lambda: {CONFIG_MAP: {}, POD: {}, SERVICE: {}}
     )
 
     def observed(self) -> dict[str, dict[str, dict[str, Any]]]:
         """The `children` of a sync request: what exists, pods with their current status."""
         self.kubelet.poll()
         pods = {n: p | {"status": self.kubelet.status(n)} for n, p in self.children[POD].items()}
-        return copy.deepcopy({POD: pods, SERVICE: self.children[SERVICE]})
+        return copy.deepcopy(self.children | {POD: pods})
 
     def apply(self, desired: list[dict[str, Any]]) -> Changes:
         """Make the children exactly `desired`, as Metacontroller does with a sync's answer."""
@@ -290,7 +297,7 @@ class ApiServer:
             self._put(kind, name, child)
         write_hosts(self.kubelet.hosts_file, self.children[SERVICE])
         for name in created:
-            self.kubelet.start(self.children[POD][name])
+            self.kubelet.start(self.children[POD][name], self.children[CONFIG_MAP])
         return Changes(created, [f"{k.split('.')[0]} {n}" for k, n in gone])
 
     def _put(self, kind: str, name: str, child: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 No package gives us Metacontroller's apply loop without a cluster, so this plays its documented
 part (see docs/lifecycle.md): it sends the owned children keyed `namespace/name`, creates
-missing desired children, never updates an existing pod (`OnDelete`), updates Services in place,
+missing desired children, never updates an existing pod (`OnDelete`), updates Services and
+ConfigMaps in place,
 deletes observed children that are not desired, then writes the status. The kubelet is a
 script: tests move pods between phases by name. With `stale=True` every sync is first sent
 with the parent status from before the last status write, and that answer is applied too,
@@ -29,7 +30,7 @@ class SimCluster:
     deleted: list[str] = field(default_factory=list)
     request: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] = field(default_factory=dict)
-    child_types: tuple[str, ...] = ("Pod.v1", "Service.v1")
+    child_types: tuple[str, ...] = ("ConfigMap.v1", "Pod.v1", "Service.v1")
 
     # Metacontroller's part.
 
@@ -72,7 +73,9 @@ class SimCluster:
             elif kind != "Pod.v1":
                 for key in ("labels", "annotations"):
                     group[name]["metadata"][key] = child["metadata"].get(key, {})
-                group[name]["spec"] = copy.deepcopy(child["spec"])
+                for key in ("spec", "data"):
+                    if key in child:
+                        group[name][key] = copy.deepcopy(child[key])
         if write_status:
             self.older_status, self.status = self.status, copy.deepcopy(answer["status"])
 

@@ -4,11 +4,12 @@ Neither runs in this tier (no Go Metacontroller, no node), so these play their d
 (Metacontroller's compositecontroller.md and hook.md; docs/lifecycle.md) through kubectl against
 the real API server, which stores and validates every write:
 - `Metacontroller` is one CompositeController with `generateSelector: true` and child types
-  `Pod.v1` (updateStrategy `OnDelete`) and `Service.v1` (`InPlace`). One `sync()` reads the
+  `ConfigMap.v1` (updateStrategy `InPlace`), `Pod.v1` (`OnDelete`) and `Service.v1`
+  (`InPlace`). One `sync()` reads the
   parent, lists its children by the `controller-uid` label (only those it controls), sends the
   hook a v2 sync request (the hook runs in-process: `app.reconcile.sync`), creates the missing
-  children with its ownerReference and label, never updates an existing pod, updates Services in
-  place, deletes observed children that are no longer desired, then replaces the parent's
+  children with its ownerReference and label, never updates an existing pod, updates Services and
+  ConfigMaps in place, deletes observed children that are no longer desired, then replaces the parent's
   status through the status subresource (adding `observedGeneration`), unless it is unchanged.
   Children are written by server-side apply, field manager `metacontroller`.
 - `Kubelet` is a script: tests start pods and make their containers exit, and it patches the
@@ -29,7 +30,7 @@ from tests.support import envelope
 from .cluster import ApiServer
 from .resources import CONTROLLER_UID, MXJOB, kind_key, owned, resource
 
-POD, SERVICE = "Pod.v1", "Service.v1"
+CONFIG_MAP, POD, SERVICE = "ConfigMap.v1", "Pod.v1", "Service.v1"
 FIELD_MANAGER = "metacontroller"
 Key = tuple[str, str]  # (child type, name)
 
@@ -65,8 +66,8 @@ class Metacontroller:
     namespace: str
     name: str
     clock: Clock
-    child_types: tuple[str, ...] = (POD, SERVICE)
-    in_place: tuple[str, ...] = (SERVICE,)
+    child_types: tuple[str, ...] = (CONFIG_MAP, POD, SERVICE)
+    in_place: tuple[str, ...] = (CONFIG_MAP, SERVICE)
 
     def sync(self, after: float = 0) -> Sync:
         """Let `after` seconds pass, then run one sync and apply its answer."""
