@@ -167,6 +167,32 @@ def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
     return f'{{"cluster":{parts["cluster"]},"labels":{parts["labels"]},'
 
 
+def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
+    """The length of the longest MX_CONFIG the job's processes read, worked out from the
+    counts alone (a job of any size costs the same): what `_shared_parts` and `_kind`
+    write, character for character."""
+    cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # the braces' `{` and the commas
+    task = 0
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        n, kind = replica.replicas, rtype.lowered
+        entry = len('{"port":,"url":"--"}') + len(str(main_port(replica))) + len(name) + len(kind)
+        cluster += len(f'"{kind}":[]') + n * entry + _digits(n) + max(n - 1, 0)
+        if n:
+            task = max(task, len(f'"task":{{"index":,"type":"{kind}"}}}}') + len(str(n - 1)))
+    labels = _compact({t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()})
+    return len('{"cluster":}') + cluster + len(',"labels":,') + len(labels) + task
+
+
+def _digits(n: int) -> int:
+    """How many digits the indices 0 to n-1 have in all."""
+    total, low = 0, 0
+    for width in range(1, len(str(n)) + 1):
+        high = 10**width
+        total += width * max(min(n, high) - low, 0)
+        low = high
+    return total
+
+
 def config_map_name(job: str) -> str:
     return f"{job}-mx-config"
 

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.apiserver
 REFUSED_PARENTS = {"invalid-spec", "invalid-spec-running-job"}
 STAND_IN_PARENT = "new-job"
 CHILD_TYPES = (
+    "configmaps",
     "pods",
     "services",
     "podgroups.scheduling.volcano.sh",

@@ -30,6 +30,10 @@ def pods(phase: str, *which: str) -> dict[str, str]:
     return {f"{NAME}-{w}": phase for w in which or ALL}
 
 
+# MX_CONFIG's shared parts: created with the first pods, deleted with the last.
+CONFIG_MAP = f"ConfigMap/{NAME}-mx-config"
+
+
 def children(kind: str, *which: str) -> list[str]:
     return [f"{kind}/{NAME}-{w}" for w in which]
 
@@ -75,7 +79,7 @@ REPLACED = pods("Running", *ALL[:4]) | pods("Running", "worker-1-r1")
 LIFE = {
     "created": Step(
         nothing, 0, CREATED, pods("Pending"), ALL,
-        created=children("Pod", *ALL) + children("Service", *ALL),
+        created=[CONFIG_MAP, *children("Pod", *ALL), *children("Service", *ALL)],
     ),
     "running": Step(start, 10, RUNNING, pods("Running"), ALL),
     "worker-1-killed-replacement-created": Step(
@@ -102,7 +106,11 @@ LIFE = {
     ),
     "ttl-expired-all-removed": Step(
         nothing, 86400, SUCCEEDED, {}, (),
-        deleted=children("Pod", *DONE) + children("Service", "scheduler-0", "worker-0", "worker-1"),
+        deleted=[
+            CONFIG_MAP,
+            *children("Pod", *DONE),
+            *children("Service", "scheduler-0", "worker-0", "worker-1"),
+        ],
         status_written=False,
     ),
     "nothing-left-to-do": Step(nothing, 60, SUCCEEDED, {}, (), status_written=False),
