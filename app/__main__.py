@@ -23,6 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     dry_run.add_argument("file", help="YAML file with one or more MXJobs, or - for stdin")
     dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
+    dry_run.add_argument(
+        "--expand",
+        action="store_true",
+        help="show each container's env as its process reads it: ConfigMap references "
+        "resolved and $(VAR) expanded, as the kubelet does",
+    )
     args = parser.parse_args(argv)
     if args.command == "serve":
         config = settings.from_env()
@@ -37,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
             ssl_keyfile=config.tls_key_file,
         )
         return 0
-    return _render(args.file, args.namespace)
+    return _render(args.file, args.namespace, args.expand)
 
 
-def _render(path: str, namespace: str) -> int:
+def _render(path: str, namespace: str, expand: bool) -> int:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        sys.stdout.write(render(text, datetime.now(UTC), namespace))
+        sys.stdout.write(render(text, datetime.now(UTC), namespace, expand))
     except (OSError, UnicodeDecodeError, RenderError) as err:
         print(f"render: {path}: {err}", file=sys.stderr)
         return 2

@@ -241,11 +241,13 @@ def test_composite_controller_schema_is_strict(spec: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
 def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> None:
     namespace, _, podgroup = layout
-    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "OnDelete"}}
-    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}}
+    in_place, on_delete = {"method": "InPlace"}, {"method": "OnDelete"}
+    config_maps = {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": in_place}
+    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": on_delete}
+    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": in_place}
     assert the(overlay, "CompositeController")["spec"] == {
         "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
-        "childResources": [pods, services, *([podgroup] if podgroup else [])],
+        "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
         "generateSelector": True,
         "resyncPeriodSeconds": 30,
         "hooks": {
