@@ -1,5 +1,6 @@
 """Dry run: what the hook would answer for MXJob manifests at their creation, as YAML."""
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -7,14 +8,28 @@ import yaml
 
 from app import envelope
 from app.reconcile import sync
+from app.status import REASON_INVALID
 
 
 class RenderError(Exception):
     """The input is not a set of MXJob manifests."""
 
 
+@dataclass(frozen=True)
+class Rendered:
+    """The YAML, and one line per job the hook refuses: its document, the condition's message."""
+
+    text: str
+    invalid: list[str]
+
+
 def render(text: str, now: datetime, namespace: str = "default") -> str:
     """Each MXJob in `text` with the status the hook gives it, then its children."""
+    return render_report(text, now, namespace).text
+
+
+def render_report(text: str, now: datetime, namespace: str = "default") -> Rendered:
+    """As `render`, also naming each job whose spec the hook refuses (so a CLI can fail)."""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
@@ -22,9 +37,14 @@ def render(text: str, now: datetime, namespace: str = "default") -> str:
     if not documents:
         raise RenderError("no MXJob in the input")
     out: list[Any] = []
+    invalid: list[str] = []
     for n, document in enumerate(documents):
-        out += _render_one(n, document, now, namespace)
-    return yaml.safe_dump_all(out, sort_keys=False)
+        job, *children = _render_one(n, document, now, namespace)
+        out += [job, *children]
+        for condition in job["status"].get("conditions", []):
+            if condition.get("reason") == REASON_INVALID and condition.get("status") == "True":
+                invalid.append(f"document {n + 1}: {condition.get('message')}")
+    return Rendered(yaml.safe_dump_all(out, sort_keys=False), invalid)
 
 
 def _render_one(n: int, job: Any, now: datetime, namespace: str) -> list[Any]:

@@ -87,3 +87,46 @@ def test_render_command(tmp_path: Path) -> None:
     )
     assert missing.returncode == 2
     assert "No such file" in missing.stderr
+
+
+def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_render_command_fails_when_any_job_is_invalid() -> None:
+    good = s.mxjob(s.train_spec(), "good")
+    bad = s.mxjob(s.train_spec(0, 2), "bad")
+    del bad["spec"]["mxReplicaSpecs"]["Scheduler"]  # two Workers and no Scheduler
+    done = _cli("render", "-", stdin=yaml.safe_dump_all([good, bad]))
+    assert done.returncode == 1
+    # The reason, naming the document, the job and the rule; the whole answer still printed.
+    assert done.stderr.splitlines() == [
+        "render: -: document 2: MXJob bad has an invalid spec: spec.mxReplicaSpecs.Scheduler: "
+        "required (1 replica) when the job has a Server or more than one Worker."
+    ]
+    jobs = [d for d in yaml.safe_load_all(done.stdout) if d["kind"] == "MXJob"]
+    assert [j["status"]["conditions"][-1]["reason"] for j in jobs] == [
+        "MXJobCreated",
+        "MXJobInvalidSpec",
+    ]
+
+
+def test_render_command_passes_every_example() -> None:
+    for example in sorted((ROOT / "examples").glob("*.yaml")):
+        done = _cli("render", str(example))
+        assert (example.name, done.returncode, done.stderr) == (example.name, 0, "")
+
+
+def test_version_option() -> None:
+    from app import __version__
+
+    done = _cli("--version")
+    assert (done.returncode, done.stdout) == (0, f"mxjob-controller {__version__}\n")
