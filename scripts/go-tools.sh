@@ -97,12 +97,24 @@ go_build() {
     log "built $out"
 }
 
+# As helm's Makefile sets them: its version, and the Kubernetes release `helm template` and
+# `helm lint` assume (from the client-go it is built with; unset, they assume v1.20).
+helm_ldflags() {
+    local package
+    local minor=${K8S_STAGING#0.}
+    minor=${minor%%.*}
+    printf '%s' "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION"
+    for package in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+        printf ' -X %s.k8sVersionMajor=1 -X %s.k8sVersionMinor=%s' "$package" "$package" "$minor"
+    done
+}
+
 helm() {
     local dest=$TOOLS/helm-v$HELM_VERSION
     if [[ ! -x $dest/helm ]]; then
         # shellcheck disable=SC2046 # one argument per pin
         go_build helm "$dest/.module" helm.sh/helm/v3/cmd/helm \
-            "-s -w -X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION" "" "$dest/helm" \
+            "$(helm_ldflags)" "" "$dest/helm" \
             "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION" $(k8s_pins)
     fi
     echo "HELM=$dest/helm"
