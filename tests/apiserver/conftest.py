@@ -6,16 +6,30 @@ Public API for tests in this directory:
   and `get(*args)` (parsed `kubectl get -o json`).
 - `k8s_binaries` (session): the `Binaries` paths (`kube_apiserver`, `etcd`, `kubectl`).
 - `namespace` (function): a fresh namespace name, created for the test.
+- `metacontroller_binary` (session): the real Metacontroller, built by
+  scripts/metacontroller-binary.sh on first use.
+- `real_stack` (session): the real hook and the real Metacontroller running against `apiserver`,
+  with our CRDs and our CompositeController installed (`realstack.py`).
 Every test collected here is marked `apiserver`.
 """
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from .cluster import ApiServer, Binaries, ClusterError, cluster, obtain_binaries
+from .realstack import (
+    Hook,
+    Metacontroller,
+    install_controller,
+    obtain_metacontroller,
+    run_metacontroller,
+    serve_hook,
+)
+from .resources import install_crds
 
 HERE = Path(__file__).parent
 
@@ -26,9 +40,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.apiserver)
 
 
-@pytest.fixture(scope="session")
-def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
-    """The pinned binaries, built or fetched by scripts/k8s-binaries.sh on first use."""
+def _progress(pytestconfig: pytest.Config) -> Callable[[str], None]:
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
 
@@ -39,11 +51,54 @@ def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
         with capture.global_and_fixture_disabled():
             reporter.write_line(line)
 
+    return progress
+
+
+@pytest.fixture(scope="session")
+def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
+    """The pinned binaries, built or fetched by scripts/k8s-binaries.sh on first use."""
     try:
-        return obtain_binaries(progress)
+        return obtain_binaries(_progress(pytestconfig))
     except ClusterError as error:
         failure = str(error)  # failed outside the handler: the report shows no exception chain
     pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def metacontroller_binary(pytestconfig: pytest.Config) -> Path:
+    """The real Metacontroller, built from its source by scripts/metacontroller-binary.sh."""
+    try:
+        return obtain_metacontroller(_progress(pytestconfig))
+    except ClusterError as error:
+        failure = str(error)
+    pytest.fail(failure, pytrace=False)
+
+
+@dataclass(frozen=True)
+class RealStack:
+    apiserver: ApiServer
+    hook: Hook
+    metacontroller: Metacontroller
+
+
+@pytest.fixture(scope="session")
+def real_stack(
+    apiserver: ApiServer, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealStack]:
+    """The real hook and the real Metacontroller on `apiserver`, our CRDs and CompositeController
+    installed. Tests share it: each works in its own namespace."""
+    workdir = tmp_path_factory.mktemp("real-stack")
+    failure = None
+    try:
+        install_crds(apiserver)
+        with serve_hook(workdir) as hook:
+            install_controller(apiserver, hook.url)
+            with run_metacontroller(metacontroller_binary, apiserver, workdir) as controller:
+                yield RealStack(apiserver, hook, controller)
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture(scope="session")
