@@ -142,9 +142,12 @@ actionlint() {
 }
 
 kube_controllers() {
-    local dest=$TOOLS/kube-controllers-v$K8S_VERSION work json gomod staging module version
+    local dest work json gomod staging module version source
+    # One build per content of main.go (a changed source builds again, a fresh clone does not).
+    source=$(sha256sum "$HERE/kube-controllers/main.go" | cut -c1-12)
+    dest=$TOOLS/kube-controllers-v$K8S_VERSION-$source
     work=$dest/.module
-    if [[ ! -x $dest/kube-controllers || $HERE/kube-controllers/main.go -nt $dest/kube-controllers ]]; then
+    if [[ ! -x $dest/kube-controllers ]]; then
         mkdir -p "$work"
         # k8s.io/kubernetes replaces its staging modules with ./staging paths: point each at
         # its published release, as scripts/k8s-binaries.sh does.

@@ -4,7 +4,10 @@
 // only kube-apiserver and etcd; kube-controller-manager's own command cannot be built from the
 // Go module proxy, but these packages of k8s.io/kubernetes can, and they are the same code.
 //
-// Built by scripts/go-tools.sh; usage: kube-controllers --kubeconfig FILE [--sync-period 2s].
+// Built by scripts/go-tools.sh; usage:
+//
+//	kube-controllers --kubeconfig FILE [--controllers clusterrole-aggregation,garbage-collector]
+//	                 [--sync-period 30s]
 package main
 
 import (
@@ -13,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,19 +35,32 @@ import (
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 )
 
+const (
+	aggregation = "clusterrole-aggregation"
+	collector   = "garbage-collector"
+)
+
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the API server (required)")
 	// kube-controller-manager re-reads discovery every 30 s; a test wants a new CRD's objects
 	// collected sooner.
 	syncPeriod := flag.Duration("sync-period", 30*time.Second, "how often discovery is re-read")
+	controllers := flag.String("controllers", aggregation+","+collector, "which controllers to run")
 	flag.Parse()
-	if err := run(*kubeconfig, *syncPeriod); err != nil {
+	enabled := strings.Split(*controllers, ",")
+	for _, name := range enabled {
+		if name != aggregation && name != collector {
+			fmt.Fprintf(os.Stderr, "kube-controllers: unknown controller %q\n", name)
+			os.Exit(2)
+		}
+	}
+	if err := run(*kubeconfig, *syncPeriod, enabled); err != nil {
 		fmt.Fprintln(os.Stderr, "kube-controllers:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string, syncPeriod time.Duration) error {
+func run(kubeconfig string, syncPeriod time.Duration, enabled []string) error {
 	if kubeconfig == "" {
 		return fmt.Errorf("--kubeconfig is required")
 	}
@@ -72,26 +90,30 @@ func run(kubeconfig string, syncPeriod time.Duration) error {
 
 	// As kube-controller-manager wires them (cmd/kube-controller-manager/app/core.go, rbac.go).
 	informersStarted := make(chan struct{})
-	graphBuilder := garbagecollector.NewDependencyGraphBuilder(
-		ctx, metadataClient, restMapper, garbagecollector.DefaultIgnoredResources(),
-		informerfactory.NewInformerFactory(sharedInformers, metadataInformers), informersStarted,
-	)
-	collector, err := garbagecollector.NewComposedGarbageCollector(
-		ctx, client, metadataClient, restMapper, graphBuilder,
-	)
-	if err != nil {
-		return err
+	if slices.Contains(enabled, collector) {
+		graphBuilder := garbagecollector.NewDependencyGraphBuilder(
+			ctx, metadataClient, restMapper, garbagecollector.DefaultIgnoredResources(),
+			informerfactory.NewInformerFactory(sharedInformers, metadataInformers), informersStarted,
+		)
+		gc, err := garbagecollector.NewComposedGarbageCollector(
+			ctx, client, metadataClient, restMapper, graphBuilder,
+		)
+		if err != nil {
+			return err
+		}
+		go gc.Run(ctx, 20, syncPeriod)
+		go gc.Sync(ctx, discoveryClient, syncPeriod)
 	}
-	go collector.Run(ctx, 20, syncPeriod)
-	go collector.Sync(ctx, discoveryClient, syncPeriod)
-	go clusterroleaggregation.NewClusterRoleAggregation(
-		sharedInformers.Rbac().V1().ClusterRoles(), client.RbacV1(),
-	).Run(ctx, 5)
+	if slices.Contains(enabled, aggregation) {
+		go clusterroleaggregation.NewClusterRoleAggregation(
+			sharedInformers.Rbac().V1().ClusterRoles(), client.RbacV1(),
+		).Run(ctx, 5)
+	}
 
 	sharedInformers.Start(ctx.Done())
 	metadataInformers.Start(ctx.Done())
 	close(informersStarted)
-	fmt.Println("kube-controllers: running clusterrole-aggregation and garbage-collector")
+	fmt.Println("kube-controllers: running", strings.Join(enabled, " and "))
 	<-ctx.Done()
 	return nil
 }
