@@ -34,6 +34,8 @@ def render_report(text: str, now: datetime, namespace: str = "default") -> Rende
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
         raise RenderError(f"not YAML: {err}") from None
+    # `kubectl get mxjobs -o yaml` wraps the jobs in a List: check a cluster's jobs in one go.
+    documents = [item for d in documents for item in (d.get("items") or [] if _is_list(d) else [d])]
     if not documents:
         raise RenderError("no MXJob in the input")
     out: list[Any] = []
@@ -45,6 +47,10 @@ def render_report(text: str, now: datetime, namespace: str = "default") -> Rende
             if condition.get("reason") == REASON_INVALID and condition.get("status") == "True":
                 invalid.append(f"document {n + 1}: {condition.get('message')}")
     return Rendered(yaml.safe_dump_all(out, sort_keys=False), invalid)
+
+
+def _is_list(document: Any) -> bool:
+    return isinstance(document, dict) and document.get("kind") in {"List", "MXJobList"}
 
 
 def _render_one(n: int, job: Any, now: datetime, namespace: str) -> list[Any]:

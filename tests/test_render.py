@@ -130,3 +130,18 @@ def test_version_option() -> None:
 
     done = _cli("--version")
     assert (done.returncode, done.stdout) == (0, f"mxjob-controller {__version__}\n")
+
+
+def test_render_command_checks_the_list_kubectl_get_prints() -> None:
+    """`kubectl get mxjobs -A -o yaml | python -m app render -`: every job of a cluster."""
+    good = s.mxjob(s.train_spec(), "good")
+    bad = s.mxjob(s.train_spec(0, 2), "bad")
+    del bad["spec"]["mxReplicaSpecs"]["Scheduler"]
+    listed = {"apiVersion": "v1", "kind": "List", "items": [good, bad], "metadata": {}}
+    done = _cli("render", "-", stdin=yaml.safe_dump(listed))
+    assert done.returncode == 1
+    assert done.stderr.startswith("render: -: document 2: MXJob bad has an invalid spec")
+    jobs = [d["metadata"]["name"] for d in yaml.safe_load_all(done.stdout) if d["kind"] == "MXJob"]
+    assert jobs == ["good", "bad"]
+    empty = _cli("render", "-", stdin=yaml.safe_dump(listed | {"items": []}))
+    assert (empty.returncode, empty.stderr) == (2, "render: -: no MXJob in the input\n")
