@@ -145,3 +145,26 @@ def test_render_command_checks_the_list_kubectl_get_prints() -> None:
     assert jobs == ["good", "bad"]
     empty = _cli("render", "-", stdin=yaml.safe_dump(listed | {"items": []}))
     assert (empty.returncode, empty.stderr) == (2, "render: -: no MXJob in the input\n")
+
+
+def test_a_job_training_operator_finished_gets_no_children() -> None:
+    """docs/migrating-from-training-operator.md: a finished job's status is kept, no pod made."""
+    done_at = "2024-01-01T01:00:00Z"
+    condition = {"status": "True", "lastTransitionTime": done_at, "lastUpdateTime": done_at}
+    job = s.mxjob(
+        {"mxReplicaSpecs": {"Worker": s.replica(1, "Never")}},
+        "old",
+        {
+            "startTime": "2024-01-01T00:00:00Z",
+            "completionTime": done_at,
+            "conditions": [
+                condition | {"type": "Created", "reason": "MXJobCreated", "message": "created"},
+                condition | {"type": "Succeeded", "reason": "MXJobSucceeded", "message": "done"},
+            ],
+        },
+    )
+    done = _cli("render", "-", stdin=yaml.safe_dump(job))
+    assert (done.returncode, done.stderr) == (0, "")
+    (rendered,) = yaml.safe_load_all(done.stdout)
+    assert rendered["status"]["conditions"][-1]["type"] == "Succeeded"
+    assert rendered["status"]["completionTime"] == done_at
