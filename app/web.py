@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from app import metrics, settings
+from app import __version__, metrics, settings
 from app.auth import BearerToken
 from app.envelope import BadRequest, SyncRequest
 from app.logging import JOB, LOGGER
@@ -105,7 +105,7 @@ def create_app(config: settings.Settings) -> FastAPI:
     app = FastAPI(
         title="mxjob-controller",
         summary="Metacontroller sync hook for Kubeflow MXJobs (kubeflow.org/v1).",
-        version="0.1.0",
+        version=__version__,
     )
     token = BearerToken(config)
     # Syncs are CPU-bound and hold the GIL: all but the smallest (INLINE_BODY) run one at a
