@@ -5,10 +5,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import uvicorn
-
-from app import __version__, settings
-from app import logging as logs
+from app import __version__, server, settings
 from app.render import RenderError, render_report
 
 
@@ -34,17 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "serve":
-        config = settings.from_env()
-        uvicorn.run(
-            "app.web:app",
-            host=args.host,
-            port=args.port,
-            log_config=logs.config(config.log_level),
-            access_log=False,
-            server_header=False,
-            ssl_certfile=config.tls_cert_file,
-            ssl_keyfile=config.tls_key_file,
-        )
+        server.run(settings.from_env(), args.host, args.port)
         return 0
     return _render(args.file, args.namespace, args.expand)
 
