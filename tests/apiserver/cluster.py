@@ -257,8 +257,9 @@ def write_kubeconfig(path: Path, url: str, ca_cert: Path, token: str) -> Path:
 
 
 @contextmanager
-def cluster(binaries: Binaries, workdir: Path) -> Iterator[ApiServer]:
-    """etcd plus kube-apiserver on free loopback ports, with a static system:masters token."""
+def cluster(binaries: Binaries, workdir: Path, flags: tuple[str, ...] = ()) -> Iterator[ApiServer]:
+    """etcd plus kube-apiserver on free loopback ports, with a static system:masters token;
+    `flags` are added to the API server's command line (for example `--event-ttl=20s`)."""
     pki = make_pki(workdir)
     token = secrets.token_hex(16)
     token_file = workdir / "tokens.csv"
@@ -271,7 +272,7 @@ def cluster(binaries: Binaries, workdir: Path) -> Iterator[ApiServer]:
         wait_until(lambda: _http_ok(health), etcd_process, etcd_log, "etcd")
         command = apiserver_command(
             binaries.kube_apiserver, pki, token_file, etcd_port, port, workdir / "certs"
-        )
+        ) + list(flags)
         with running(command, apiserver_log) as apiserver_process:
             url = f"https://127.0.0.1:{port}"
             context = ssl.create_default_context(cafile=str(pki.ca_cert))
