@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from app import builders, conditions, envelope, gang
+from app import builders, conditions, envelope, events, gang
 from app.defaults import SpecError
 from app.pods import Attempt, observe
 from app.replicas import Replica, recorded_attempts, replicas_of
@@ -52,6 +52,9 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     children, resync = _children(job, replicas, attempts, outcome, previous, now)
     children[:0] = _job_children(job) if children else []
     status = _status(outcome.conditions, _counts(spec, replicas, previous), outcome.start_time)
+    if events.declared(request.children):
+        observed = request.observed(events.CHILD_TYPE)
+        children += events.story(parent.metadata, outcome.conditions, observed, now)
     return {"status": status, "children": children, "resyncAfterSeconds": resync}
 
 
