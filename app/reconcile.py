@@ -4,11 +4,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from app import builders, conditions, envelope, gang
+from app import builders, conditions, envelope, events, gang
 from app.defaults import SpecError
 from app.pods import Attempt, observe
 from app.replicas import Replica, recorded_attempts, replicas_of
-from app.spec import CleanPodPolicy, MXJobSpec
+from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.status import (
     REASON_INVALID,
     REASONS_STOPPED,
@@ -29,11 +29,14 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     request = envelope.parse(body)
     parent = request.parent
     name = parent.metadata.name
-    previous = parent.status or {}
+    has_children = _has_children(request)
+    previous = _without_edit_failure(parent.status or {}, has_children)
     try:
         spec = parse(name, parent.spec)
     except SpecError as err:
-        return _invalid(request, previous, err, now)
+        return _invalid(request, previous, err, has_children, now)
+    # Valid again: reconciliation carries on from the status the job had before the edit.
+    previous = _without(previous, conditions.INVALID_SPEC)
     job = builders.job_context(
         name,
         parent.metadata.namespace,
@@ -49,6 +52,9 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     children, resync = _children(job, replicas, attempts, outcome, previous, now)
     children[:0] = _job_children(job) if children else []
     status = _status(outcome.conditions, _counts(spec, replicas, previous), outcome.start_time)
+    if events.declared(request.children):
+        observed = request.observed(events.CHILD_TYPE)
+        children += events.story(parent.metadata, outcome.conditions, observed, now)
     return {"status": status, "children": children, "resyncAfterSeconds": resync}
 
 
@@ -179,22 +185,69 @@ def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime)
     return seconds_until(completed, ttl, now)
 
 
+def _has_children(request: envelope.SyncRequest) -> bool:
+    return any(request.observed(kind) for kind in request.children)
+
+
+def _without_edit_failure(previous: dict[str, Any], has_children: bool) -> dict[str, Any]:
+    """Earlier versions failed a job for good when an edit broke its spec (Failed with
+    MXJobInvalidSpec). For a job that still has children that is not terminal: drop it, and
+    the job goes on as an edited one. A job invalid from its creation has no children."""
+    failed = conditions.find(conditions.parse(previous.get("conditions")), conditions.FAILED)
+    if has_children and failed and failed.get("reason") == REASON_INVALID:
+        return _without(previous, conditions.FAILED)
+    return previous
+
+
+def _without(previous: dict[str, Any], ctype: str) -> dict[str, Any]:
+    conds = conditions.without(conditions.parse(previous.get("conditions")), ctype)
+    return previous | {"conditions": conds}
+
+
 def _invalid(
-    request: envelope.SyncRequest, previous: dict[str, Any], err: SpecError, now: datetime
+    request: envelope.SyncRequest,
+    previous: dict[str, Any],
+    err: SpecError,
+    has_children: bool,
+    now: datetime,
 ) -> dict[str, Any]:
-    """An invalid spec: say so in the status and leave every child exactly as it is."""
+    """An invalid spec: say so in the status and leave every child exactly as it is.
+
+    A job the hook never accepted fails for good. A job that has children, or was accepted
+    before (suspended, say), was broken by an edit: the InvalidSpec condition says what is
+    wrong, and the next sync with a valid spec carries on from the status the job had."""
     name = request.parent.metadata.name
     conds = conditions.parse(previous.get("conditions"))
-    if not conditions.finished(conds):
-        message = f"MXJob {name} has an invalid spec: {err}."
+    message = f"MXJob {name} has an invalid spec: {err}."
+    counts: dict[str, dict[str, int]] = {}
+    if has_children or conditions.is_true(conds, conditions.CREATED):
+        message += " Its pods and Services are kept as they are until the spec is valid again."
+        conds = conditions.set_condition(
+            conds, conditions.INVALID_SPEC, "True", REASON_INVALID, message, stamp(now),
+            new_message=True,
+        )  # fmt: skip
+        counts = _recorded_statuses(previous.get("replicaStatuses"))
+    elif not conditions.finished(conds):
         conds = conditions.set_condition(
             conds, conditions.FAILED, "True", REASON_INVALID, message, stamp(now)
         )
-    status = _status(conds, {}, previous.get("startTime"))
+    status = _status(conds, counts, previous.get("startTime"))
     children = [
         _as_observed(child) for kind in sorted(request.children) for child in request.observed(kind)
     ]
     return {"status": status, "children": children, "resyncAfterSeconds": 0}
+
+
+def _recorded_statuses(recorded: Any) -> dict[str, dict[str, int]]:
+    """The replica counts a previous status recorded, well-formed, for replica types only."""
+    if not isinstance(recorded, dict):
+        return {}
+    empty = {"active": 0, "succeeded": 0, "failed": 0}
+    return {
+        t.value: _recorded_counts(recorded[t.value], empty)
+        for t in ReplicaType
+        if t.value in recorded
+    }
 
 
 def _as_observed(child: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,18 @@ from app.names import MAIN_CONTAINER, MAX_NAME, child_name
 from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 
 _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_DNS_1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# Kubernetes' syntax for label and annotation keys (a qualified name) and label values.
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+# What the kubelet accepts as an environment variable name since Kubernetes 1.32 (relaxed
+# validation, on by default): printable ASCII except '='.
+_ENV_NAME = re.compile(r"[ -<>-~]+")
+MAX_SUBDOMAIN = 253
+MAX_LABEL = 63
+_QUALIFIED = (
+    "a qualified name: an optional DNS subdomain prefix and '/', then at most 63 letters, "
+    "digits, '-', '_' or '.', starting and ending with a letter or digit"
+)
 MiB = 1024 * 1024
 # The size rule (docs/reliability.md), in two parts, both linear in the job's size now that
 # MX_CONFIG's shared parts live in one ConfigMap:
@@ -41,7 +53,7 @@ def parse(job_name: str, raw_spec: Any) -> MXJobSpec:
         spec = MXJobSpec.model_validate(normalise(raw_spec))
     except ValidationError as err:
         raise SpecError([_describe(e) for e in err.errors()]) from None
-    problems = _name_problems(job_name, spec) + _shape_problems(spec)
+    problems = _name_problems(job_name, spec) + _shape_problems(spec) + _scheduling_problems(spec)
     for rtype, replica in spec.mxReplicaSpecs.items():
         problems += _template_problems(rtype, replica)
     if problems:
@@ -129,6 +141,32 @@ def _shape_problems(spec: MXJobSpec) -> list[str]:
     return _tune_problems(spec)
 
 
+def _scheduling_problems(spec: MXJobSpec) -> list[str]:
+    policy = spec.runPolicy.schedulingPolicy
+    queue = policy.queue if policy else None
+    if queue is None or _subdomain(queue):
+        return []
+    return [
+        f"spec.runPolicy.schedulingPolicy.queue: {queue!r} must name a Volcano Queue, so be a "
+        f"DNS-1123 subdomain (at most {MAX_SUBDOMAIN} lower-case letters, digits, '-' and '.')"
+    ]
+
+
+def _subdomain(value: str) -> bool:
+    return len(value) <= MAX_SUBDOMAIN and _DNS_1123_SUBDOMAIN.fullmatch(value) is not None
+
+
+def _qualified_name(key: str) -> bool:
+    prefix, slash, name = key.rpartition("/")
+    if slash and not _subdomain(prefix):
+        return False
+    return len(name) <= MAX_LABEL and _NAME.fullmatch(name) is not None
+
+
+def _label_value(value: str) -> bool:
+    return value == "" or (len(value) <= MAX_LABEL and _NAME.fullmatch(value) is not None)
+
+
 def _train_problems(spec: MXJobSpec) -> list[str]:
     problems = []
     schedulers = spec.replicas(ReplicaType.SCHEDULER)
@@ -162,10 +200,27 @@ def _metadata_problems(field: str, metadata: Any) -> list[str]:
         return []
     if not isinstance(metadata, dict):
         return [f"{field}.metadata: must be an object"]
-    return [
+    problems = [
         f"{field}.metadata.{key}: must map strings to strings"
         for key in ("labels", "annotations")
         if not _string_map(metadata.get(key, {}))
+    ]
+    return problems or _key_problems(f"{field}.metadata", metadata)
+
+
+def _key_problems(field: str, metadata: dict[str, Any]) -> list[str]:
+    """Keys and values Kubernetes would refuse on the pod: say so now, not at pod creation."""
+    problems = [
+        f"{field}.{kind}: key {key!r} must be {_QUALIFIED}"
+        for kind in ("labels", "annotations")
+        for key in metadata.get(kind, {})
+        if not _qualified_name(key)
+    ]
+    return problems + [
+        f"{field}.labels.{key}: value {value!r} must be empty or at most {MAX_LABEL} letters, "
+        "digits, '-', '_' or '.', starting and ending with a letter or digit"
+        for key, value in metadata.get("labels", {}).items()
+        if not _label_value(value)
     ]
 
 
@@ -193,11 +248,22 @@ def _container_problems(field: str, container: Any) -> list[str]:
     if not isinstance(container.get("image"), str) or not container["image"]:
         problems.append(f"{field}.image: must be a non-empty string")
     env = container.get("env", [])
-    if not isinstance(env, list) or not all(
-        isinstance(e, dict) and isinstance(e.get("name"), str) for e in env
-    ):
-        problems.append(f"{field}.env: must be a list of objects with a name")
-    return problems
+    if not isinstance(env, list):
+        return [*problems, f"{field}.env: must be a list of objects with a name"]
+    return problems + [
+        f"{field}.env[{n}].name: {_env_name_problem(entry)}"
+        for n, entry in enumerate(env)
+        if _env_name_problem(entry)
+    ]
+
+
+def _env_name_problem(entry: Any) -> str:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, str):
+        return "required: every env entry needs a name"
+    if not _ENV_NAME.fullmatch(name):
+        return f"{name!r} must be printable ASCII without '=', at least one character"
+    return ""
 
 
 def _port_problems(field: str, containers: list[Any]) -> list[str]:

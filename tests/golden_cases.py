@@ -131,11 +131,68 @@ def invalid_spec() -> Case:
     return s.request(s.mxjob(spec), others={envelope.CONFIG_MAP: []}), s.NOW
 
 
+def _bad_policy(spec: dict[str, Any]) -> None:
+    spec["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+
+
+def _nameless_env(spec: dict[str, Any]) -> None:
+    spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = [{"value": "1"}]
+
+
+def _edits(*edits: Callable[[dict[str, Any]], None] | None) -> Case:
+    """A running job edited once a minute from its third sync on: each edit is applied to the
+    spec as created (None keeps it), the previous answer's status fed back each time."""
+    req, answer, at = _run(_train(), {}, _all(RUNNING))
+    for n, edit in enumerate(edits, start=1):
+        edited = copy.deepcopy(req["parent"])
+        edited["spec"] = _train()["spec"]
+        if edit:
+            edit(edited["spec"])
+        at = s.later(60 + 60 * n)
+        req, answer = s.step(edited, answer, _all(RUNNING), at, CONFIG_MAPS)
+    return req, at
+
+
 @case
 def invalid_spec_running_job() -> Case:
-    req, _ = _life({}, _all(RUNNING), _all(RUNNING))
-    req["parent"]["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
-    return req, s.later(120)
+    """A bad edit of a running job: not terminal, its children kept exactly."""
+    return _edits(_bad_policy)
+
+
+@case
+def invalid_spec_running_job_still_invalid() -> Case:
+    """Edited again, still invalid: the condition names the new problem, same transition."""
+    return _edits(_bad_policy, _nameless_env)
+
+
+@case
+def invalid_spec_running_job_fixed() -> Case:
+    """The spec is valid again: the job goes on, nothing deleted, the condition gone."""
+    return _edits(_bad_policy, _nameless_env, None)
+
+
+@case
+def invalid_spec_failed_by_earlier_version() -> Case:
+    """Earlier versions failed a running job for good on a bad edit (Failed/MXJobInvalidSpec);
+    with its spec valid again and its children still there, the job recovers."""
+    req, at = _edits(None)
+    invalid = "MXJob mnist has an invalid spec: spec.mxReplicaSpecs.Worker.restartPolicy: bad."
+    stopped = {"status": "False", "reason": "MXJobInvalidSpec", "message": invalid}
+    failed = {"type": "Failed", "status": "True", "reason": "MXJobInvalidSpec", "message": invalid}
+    status = req["parent"]["status"]
+    conds = {c["type"]: c for c in status["conditions"]}
+    at_failure = {
+        "lastUpdateTime": "2026-11-22T12:01:30Z",
+        "lastTransitionTime": "2026-11-22T12:01:30Z",
+    }
+    status["conditions"] = [
+        conds["Running"] | stopped | at_failure,
+        conds["Created"],
+        failed | at_failure,
+    ]
+    status["completionTime"] = "2026-11-22T12:01:30Z"
+    status["replicaStatuses"] = {}
+    return req, at
 
 
 def _with(run_policy: dict[str, Any], policy: str = "ExitCode") -> dict[str, Any]:

@@ -253,6 +253,10 @@ BEFORE = json.loads((ROOT / "tests" / "fixtures" / "env-before-configmap.json").
 SAME_AS = {
     "golden/inline-mx-config-running": "golden/all-running",
     "golden/upgraded-job-running": "golden/all-running",
+    # Edits of the running job (all-running's pods), kept exactly while the spec is invalid.
+    "golden/invalid-spec-running-job-still-invalid": "golden/invalid-spec-running-job",
+    "golden/invalid-spec-running-job-fixed": "golden/invalid-spec-running-job",
+    "golden/invalid-spec-failed-by-earlier-version": "golden/invalid-spec-running-job",
 }
 SHARED = {variable for variable, _ in builders.SHARED_PARTS}
 

@@ -2,10 +2,10 @@
 job's ConfigMap (after), measured in one run: request bytes, time per sync in process and
 through a real server, and the server's peak memory.
 
-    .venv/bin/python -m scripts.sizes            # about 3 minutes
+    .venv/bin/python -m scripts.bench.sizes     # about 3 minutes
 
-Requests are the bench's steady-state syncs of a running job (scripts/bench.py: every pod
-and Service as the API server and Metacontroller show them). "Before" is the same hook under
+Requests are the bench's steady-state syncs of a running job (scripts/bench/workloads.py:
+every pod and Service as the API server and Metacontroller show them). "Before" is the same hook under
 a CompositeController that declares no ConfigMap, which keeps MX_CONFIG inline exactly as the
 previous version did. Each (job, form) gets a fresh `python -m app serve` on loopback, with a
 body limit large enough for the inline form; its peak VmHWM is read after its syncs. Forms
@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from app.reconcile import sync
-from scripts.bench import Size, running_job_request
+from scripts.bench.workloads import Size, running_job_request
 from tests import support as s
 
 HOST = "127.0.0.1"
