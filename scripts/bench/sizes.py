@@ -5,11 +5,12 @@ through a real server, and the server's peak memory.
     .venv/bin/python -m scripts.bench.sizes     # about 3 minutes
 
 Requests are the bench's steady-state syncs of a running job (scripts/bench/workloads.py:
-every pod and Service as the API server and Metacontroller show them). "Before" is the same hook under
-a CompositeController that declares no ConfigMap, which keeps MX_CONFIG inline exactly as the
-previous version did. Each (job, form) gets a fresh `python -m app serve` on loopback, with a
-body limit large enough for the inline form; its peak VmHWM is read after its syncs. Forms
-alternate job by job so that the machine's noise hits both. Prints a Markdown table."""
+every pod and Service as the API server and Metacontroller show them). "Before" is the same
+hook under a CompositeController that declares no ConfigMap, which keeps MX_CONFIG inline
+exactly as the previous version did. Each (job, form) gets a fresh `python -m app serve` on
+loopback, with a body limit large enough for the inline form; its peak VmHWM is read after
+its syncs. Forms alternate job by job so that the machine's noise hits both. Prints a
+Markdown table."""
 
 import http.client
 import os
