@@ -1,6 +1,6 @@
-"""A job started by the previous version (each pod with its whole MX_CONFIG) once the
-CompositeController declares ConfigMaps: no pod is replaced because of the new form, the
-ConfigMap appears, and only a pod created from then on reads it."""
+"""The job's ConfigMap over a job's life: it follows the spec, comes and goes with the pods,
+and a job started by the previous version (each pod with its whole MX_CONFIG) keeps its pods
+once the CompositeController declares ConfigMaps, only a pod created from then on reading it."""
 
 import json
 from typing import Any
@@ -49,3 +49,21 @@ def test_an_upgraded_job_keeps_its_pods_and_replaces_a_failed_one_with_the_new_f
     # The replacement reads, through the ConfigMap, what the pod it replaces read inline.
     assert mx_config(cluster, "mnist-worker-1-r1") == inline["mnist-worker-1"]
     assert json.loads(inline["mnist-worker-1"])["task"] == {"index": 1, "type": "worker"}
+
+
+def test_the_configmap_follows_the_spec_and_goes_with_the_pods() -> None:
+    job = s.mxjob(s.train_spec(servers=1, workers=1))
+    cluster = SimCluster(parent=job)
+    cluster.sync()
+    cluster.run()
+    cluster.sync(after=5)
+    cluster.parent["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 2
+    cluster.sync(after=5)
+    data = cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
+    workers = json.loads(data["cluster"])["worker"]
+    assert [w["url"] for w in workers] == ["mnist-worker-0", "mnist-worker-1"]
+    assert mx_config(cluster, "mnist-worker-1").startswith(f'{{"cluster":{data["cluster"]},')
+
+    cluster.parent["spec"]["runPolicy"] = {"suspend": True}
+    cluster.sync(after=5)
+    assert (cluster.names("ConfigMap.v1"), cluster.names()) == ([], [])
