@@ -128,6 +128,14 @@ def test_a_steady_minute_writes_nothing(
     """Metacontroller's resync (every 30 s) syncs the running job twice in a minute; the hook's
     answers are a fixed point, so neither the MXJob nor any child is written."""
     job = run_job(real_stack.apiserver, rest, namespace, manifest("examples/dist-cpu.yaml"))
+    # Running is decided by the Scheduler alone: the counts of the other replicas may reach
+    # the status one write later. The minute starts once the status says what the pods do.
+    running = {"Scheduler": 1, "Server": 2, "Worker": 2}
+    wait_for(
+        lambda: {t: c.get("active") for t, c in job.status().get("replicaStatuses", {}).items()},
+        "every replica counted active",
+        until=lambda counts: counts == running,
+    )
     before, syncs, started = (
         job.versions(),
         real_stack.hook.syncs(namespace, DIST),
