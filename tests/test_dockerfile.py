@@ -86,9 +86,9 @@ def test_base_image_is_pinned_python_of_the_project() -> None:
     assert pinned.groups() == requires.groups()
 
 
-def test_copies_only_the_runtime_requirements_and_the_app() -> None:
+def test_copies_only_the_runtime_requirements_the_licence_and_the_app() -> None:
     copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
-    assert copies == ["requirements.txt ./", "app/ ./app/"]
+    assert copies == ["requirements.txt ./", "LICENSE ./", "app/ ./app/"]
 
 
 def test_installs_only_requirements_txt() -> None:
@@ -134,4 +134,4 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
 def test_build_context_holds_only_what_the_image_copies() -> None:
     lines = (REPO / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == ["*", "!requirements.txt", "!app/", "app/**/__pycache__"]
+    assert patterns == ["*", "!requirements.txt", "!LICENSE", "!app/", "app/**/__pycache__"]

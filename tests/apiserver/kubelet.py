@@ -21,8 +21,10 @@ class Kubelet:
     namespace: str
 
     def run(self, *names: str) -> None:
-        """The named pods start: phase Running, every container running and ready."""
-        for name in names:
+        """The named pods start (every Pending pod when none is named): phase Running, every
+        container running and ready."""
+        pending = [n for n, phase in self.phases().items() if phase == "Pending"]
+        for name in names or pending:
             started = _now()
             self._report(
                 name,
@@ -35,6 +37,11 @@ class Kubelet:
         reason = "Completed" if code == 0 else "Error"
         state = {"terminated": {"exitCode": code, "reason": reason, "finishedAt": _now()}}
         self._report(name, {"phase": "Succeeded" if code == 0 else "Failed"}, state)
+
+    def phases(self) -> dict[str, str]:
+        """Every pod of the namespace by name, with its phase."""
+        pods = self.rest.get(f"/api/v1/namespaces/{self.namespace}/pods")["items"]
+        return {p["metadata"]["name"]: p.get("status", {}).get("phase", "") for p in pods}
 
     def _report(self, name: str, status: dict[str, Any], state: dict[str, Any]) -> None:
         path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"

@@ -68,9 +68,10 @@ def test_hook_fails_an_invalid_new_job_without_creating_anything(
     assert job.children() == {}
 
 
-def content(child: dict[str, Any]) -> tuple[str, Any, Any]:
-    """A child's identity and what it is: uid, labels, spec."""
-    return child["metadata"]["uid"], child["metadata"].get("labels"), child.get("spec")
+def content(child: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+    """A child's identity and what it is: uid, labels, spec (a ConfigMap's data)."""
+    meta = child["metadata"]
+    return meta["uid"], meta.get("labels"), child.get("spec"), child.get("data")
 
 
 def test_invalid_edit_of_a_running_job_keeps_its_children(
@@ -78,7 +79,8 @@ def test_invalid_edit_of_a_running_job_keeps_its_children(
 ) -> None:
     """Nothing is created or deleted and no pod is written. Each Service is written once, its
     labels and spec unchanged: the hook echoes the observed Service, server-set defaults
-    included, and Metacontroller records that as its new last-applied configuration."""
+    included, and Metacontroller records that as its new last-applied configuration. Once the
+    spec is valid again the job runs on with the very same children."""
     server = real_stack.apiserver
     with crd_without_rules(server, namespace, without_scheduler()):
         job = run_job(server, rest, namespace, manifest("examples/dist-cpu.yaml"))
@@ -90,10 +92,22 @@ def test_invalid_edit_of_a_running_job_keeps_its_children(
         assert condition is not None
         assert "spec.mxReplicaSpecs.Scheduler" in condition["message"]
         after = job.children()
-    assert {k: content(c) for k, c in after.items()} == {k: content(c) for k, c in before.items()}
-    assert {
-        k: c["metadata"]["resourceVersion"] for k, c in after.items() if k.startswith("Pod/")
-    } == {k: c["metadata"]["resourceVersion"] for k, c in before.items() if k.startswith("Pod/")}
+        assert {k: content(c) for k, c in after.items()} == {
+            k: content(c) for k, c in before.items()
+        }
+        assert {
+            k: c["metadata"]["resourceVersion"] for k, c in after.items() if k.startswith("Pod/")
+        } == {
+            k: c["metadata"]["resourceVersion"] for k, c in before.items() if k.startswith("Pod/")
+        }
+
+        job.apply(manifest("examples/dist-cpu.yaml"))
+
+        job.reaches(State(RUNNING, pods("Running", *ALL), ALL), "valid again, running on")
+        assert invalid_spec(job) is None
+        assert {k: content(c) for k, c in job.children().items()} == {
+            k: content(c) for k, c in before.items()
+        }
 
 
 def test_hook_outage_deletes_nothing_and_converges_when_it_is_back(
