@@ -21,10 +21,9 @@ class Kubelet:
     namespace: str
 
     def run(self, *names: str) -> None:
-        """The named pods start (every Pending pod when none is named): phase Running, every
+        """The named pods start, or every pending pod when none is named: phase Running, every
         container running and ready."""
-        pending = [n for n, phase in self.phases().items() if phase == "Pending"]
-        for name in names or pending:
+        for name in names or self._pending():
             started = _now()
             self._report(
                 name,
@@ -39,9 +38,17 @@ class Kubelet:
         self._report(name, {"phase": "Succeeded" if code == 0 else "Failed"}, state)
 
     def phases(self) -> dict[str, str]:
-        """Every pod of the namespace by name, with its phase."""
-        pods = self.rest.get(f"/api/v1/namespaces/{self.namespace}/pods")["items"]
-        return {p["metadata"]["name"]: p.get("status", {}).get("phase", "") for p in pods}
+        """Every pod of the namespace and its phase."""
+        return {p["metadata"]["name"]: p["status"]["phase"] for p in self._pods()}
+
+    def _pods(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.rest.get(f"/api/v1/namespaces/{self.namespace}/pods")[
+            "items"
+        ]
+        return items
+
+    def _pending(self) -> list[str]:
+        return [p["metadata"]["name"] for p in self._pods() if p["status"]["phase"] == "Pending"]
 
     def _report(self, name: str, status: dict[str, Any], state: dict[str, Any]) -> None:
         path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
