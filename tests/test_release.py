@@ -78,7 +78,11 @@ def test_licence_is_the_full_apache_2_text() -> None:
 
 def test_make_image_tags_the_version() -> None:
     done = subprocess.run(
-        ["make", "-n", "image", "image-push"], cwd=REPO, capture_output=True, text=True, timeout=60
+        ["make", "--no-print-directory", "-n", "image", "image-push"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.replace("\\\n", " ").splitlines()
@@ -189,7 +193,13 @@ def project_copy(tmp_path: Path) -> Path:
 
 
 def make(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["make", *args], cwd=copy, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_make_run_refuses_an_old_python_with_a_clear_message(tmp_path: Path) -> None:
