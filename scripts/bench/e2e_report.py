@@ -47,19 +47,16 @@ def running_after(m: Measure) -> float:
     return m.at["running"] - m.marked
 
 
-ROWS: tuple[tuple[str, Callable[[Measure], str]], ...] = (
-    ("all pods, s after apply", lambda m: f"{m.at['pods']:.1f}"),
+COLUMNS: tuple[tuple[str, Callable[[Measure], str]], ...] = (
+    ("all pods, s", lambda m: f"{m.at['pods']:.1f}"),
     ("all pods and Services, s", lambda m: f"{children(m):.1f}"),
-    ("first condition (every job), s", lambda m: f"{m.at['condition']:.1f}"),
+    ("first condition, s", lambda m: f"{m.at['condition']:.1f}"),
     ("Running after the last pod runs, s", lambda m: f"{running_after(m):.2f}"),
     ("Metacontroller CPU per job, s", lambda m: f"{m.per_job(m.cpu_metacontroller):.2f}"),
     ("hook CPU per job, s", lambda m: f"{m.per_job(m.cpu_hook):.2f}"),
+    ("API requests per job", lambda m: f"{m.per_job(sum(m.requests.values())):,.0f}"),
     (
-        "API requests per job (Metacontroller)",
-        lambda m: f"{m.per_job(sum(m.requests.values())):,.0f}",
-    ),
-    (
-        "  of which create / patch / update",
+        "of which create / patch / update",
         lambda m: " / ".join(
             f"{m.per_job(m.requests[v]):,.0f}" for v in ("create", "patch", "update")
         ),
@@ -68,19 +65,11 @@ ROWS: tuple[tuple[str, Callable[[Measure], str]], ...] = (
 )
 
 
-def results_table(measures: list[Measure], settings: list[Setting]) -> list[str]:
-    scenarios = list(dict.fromkeys(m.scenario.name for m in measures))
-    found = {(m.scenario.name, m.setting.name): m for m in measures}
-    header = ["figure"] + [f"{s} — {t.name}" for s in scenarios for t in settings]
-    rows = [
-        [label]
-        + [
-            cell(found[(s, t.name)]) if (s, t.name) in found else "—"
-            for s in scenarios
-            for t in settings
-        ]
-        for label, cell in ROWS
-    ]
+def results_table(measures: list[Measure]) -> list[str]:
+    """One row per scenario and setting: times from `kubectl apply` (the first condition and
+    all children: of every job), CPU and requests per job."""
+    header = ["scenario", "Metacontroller", *(label for label, _ in COLUMNS)]
+    rows = [[m.scenario.name, m.setting.name, *(cell(m) for _, cell in COLUMNS)] for m in measures]
     return table(header, rows)
 
 
@@ -142,7 +131,7 @@ def report(
         "",
         *targets_table(measures, shipped),
         "",
-        *results_table(measures, settings),
+        *results_table(measures),
         END,
     ]
     return "\n".join(lines)
