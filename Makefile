@@ -5,12 +5,30 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 SOAK_SECONDS ?= 180
+# The one version source is app/__init__.py; the image is tagged with it.
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' app/__init__.py)
+IMAGE ?= ghcr.io/mxjob-controller/mxjob-controller
+PLATFORMS ?= linux/amd64,linux/arm64
+DOCKER ?= docker
 
-.PHONY: run test lint typecheck unit demo soak
+.PHONY: run test lint typecheck unit demo soak image image-push
+
+# A .venv whose Python is gone (removed or upgraded away), older than 3.11 or without pip is
+# removed here, before make looks at any target, so the rules below build it again.
+ifneq ($(wildcard $(VENV)),)
+ifneq ($(shell $(BIN)/python -c 'import sys, pip; print(sys.version_info >= (3, 11))' 2>/dev/null),True)
+$(info make: $(VENV) is broken (no working Python 3.11 or later with pip in it); building it again)
+$(shell rm -rf $(VENV))
+endif
+endif
 
 $(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	    echo "make: mxjob-controller needs Python 3.11 or later, and $(PYTHON) is" \
+	        "$$($(PYTHON) --version 2>&1 || echo missing); run make PYTHON=python3.11 (or newer)" >&2; \
+	    exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip || { rm -rf $(VENV); exit 1; }
 
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
@@ -27,6 +45,7 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	actionlint=$$(scripts/go-tools.sh actionlint) && $${actionlint#ACTIONLINT=} -shellcheck $(BIN)/shellcheck
 
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
@@ -61,6 +80,17 @@ $(STANDARD_LIB)/.installed: requirements-bench-standard.txt | $(BIN)/python
 
 bench: $(VENV)/.bench $(STANDARD_LIB)/.installed
 	$(BIN)/python -m scripts.bench $(BENCH_ARGS)
+
+# The image for this machine's platform, tagged with the version (docs/install.md shows how to
+# load it into kind or push it to your registry).
+image:
+	$(DOCKER) build --label org.opencontainers.image.version=$(VERSION) -t $(IMAGE):$(VERSION) .
+
+# Every platform in PLATFORMS, pushed to IMAGE (needs docker buildx and a registry login); the
+# release workflow (.github/workflows/ci.yaml) does this on a tag vVERSION.
+image-push:
+	$(DOCKER) buildx build --platform $(PLATFORMS) \
+	    --label org.opencontainers.image.version=$(VERSION) -t $(IMAGE):$(VERSION) --push .
 
 # The whole stack (kube-apiserver, etcd, Metacontroller v4.17.2, the hook) from `kubectl apply`
 # to Running, Metacontroller's defaults beside the shipped flags; rewrites its part of

@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from app import builders, conditions, envelope, gang
+from app import builders, conditions, envelope, events, gang
 from app.defaults import SpecError
 from app.pods import Attempt, observe
 from app.replicas import Replica, recorded_attempts, replicas_of
@@ -38,7 +38,11 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = _without(previous, conditions.INVALID_SPEC)
     job = builders.job_context(
-        name, parent.metadata.namespace, spec, gang.declared(request.children)
+        name,
+        parent.metadata.namespace,
+        spec,
+        gang.declared(request.children),
+        config_map=envelope.CONFIG_MAP in request.children,
     )
     pods = request.observed(envelope.POD)
     attempts = observe(pods, name)
@@ -46,10 +50,25 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     replicas = replicas_of(spec, attempts, recorded)
     outcome = decide(name, spec, replicas, previous, now)
     children, resync = _children(job, replicas, attempts, outcome, previous, now)
-    if job.gang and children:
-        children.insert(0, gang.pod_group(job.gang, name, job.namespace, spec))
+    children[:0] = _job_children(job) if children else []
     status = _status(outcome.conditions, _counts(spec, replicas, previous), outcome.start_time)
+    if events.declared(request.children):
+        observed = request.observed(events.CHILD_TYPE)
+        children += events.story(parent.metadata, outcome.conditions, observed, now)
     return {"status": status, "children": children, "resyncAfterSeconds": resync}
+
+
+def _job_children(job: builders.Job) -> list[dict[str, Any]]:
+    """One of each per job, while it has pods, ahead of them in the answer: the PodGroup
+    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from.
+    (Metacontroller applies child types in its own order, by group, version and kind,
+    which also puts the core ConfigMap before the Pods; see docs/behaviour.md.)"""
+    out = []
+    if job.gang:
+        out.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    if job.config_map:
+        out.append(builders.config_map(job))
+    return out
 
 
 def _status(
@@ -232,13 +251,14 @@ def _recorded_statuses(recorded: Any) -> dict[str, dict[str, int]]:
 
 
 def _as_observed(child: dict[str, Any]) -> dict[str, Any]:
-    """An observed child as its own desired state: identity, labels and spec, nothing
-    the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping)."""
+    """An observed child as its own desired state: identity, labels and spec (a ConfigMap's
+    data: the pods still read it), nothing the cluster wrote (status, uid,
+    resourceVersion, Metacontroller's bookkeeping)."""
     meta = child.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
     if isinstance(kept.get("annotations"), dict):
         kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
-    out = {k: child[k] for k in ("apiVersion", "kind", "spec") if k in child}
+    out = {k: child[k] for k in ("apiVersion", "kind", "spec", "data", "binaryData") if k in child}
     return out | {"metadata": kept}

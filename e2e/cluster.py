@@ -16,16 +16,16 @@ What differs from a cluster, on purpose and only here:
 """
 
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app import kubeenv
 from e2e import podstatus
 from e2e.podstatus import MAIN_CONTAINER
 
@@ -79,39 +79,34 @@ def write_hosts(path: Path, names: Iterable[str]) -> None:
 ConfigMaps = Callable[[str], dict[str, str]]
 
 
+class _ConfigMapsByName(Mapping[str, Mapping[str, Any]]):
+    """The ConfigMaps a container names, read from the API server when it asks for one."""
+
+    def __init__(self, lookup: ConfigMaps) -> None:
+        self._lookup = lookup
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        return {"data": self._lookup(name)}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
 def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[str, str]:
-    """The container's env as the kubelet resolves it: literal values and `configMapKeyRef`s,
-    `$(VAR)` references to earlier variables expanded."""
-    env: dict[str, str] = {}
-    for var in container.get("env") or []:
-        name = var["name"]
-        if "value" in var:
-            env[name] = expand(str(var["value"]), env)
-            continue
-        ref = (var.get("valueFrom") or {}).get("configMapKeyRef")
-        if ref is None:
-            raise ClusterError(f"env {name}: only values and configMapKeyRef run locally")
-        data = config_maps(ref["name"])
-        if ref["key"] in data:
-            env[name] = data[ref["key"]]
-        elif not ref.get("optional"):
-            raise ClusterError(f"env {name}: ConfigMap {ref['name']} has no key {ref['key']}")
-    return env
+    """The container's env as the kubelet resolves and expands it (app.kubeenv, shared with
+    `render --expand` and the tests). Headless Services give no service variables."""
+    try:
+        return kubeenv.resolve(container, _ConfigMapsByName(config_maps))
+    except kubeenv.EnvError as err:
+        raise ClusterError(str(err)) from None
 
 
 def expand(value: str, env: dict[str, str]) -> str:
-    """Kubernetes' `$(VAR)` expansion: a defined variable's value; `$$` escapes; an undefined
-    reference stays as written."""
-    return _REFERENCE.sub(lambda m: _expanded(m, env), value)
-
-
-_REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
-
-
-def _expanded(match: re.Match[str], env: dict[str, str]) -> str:
-    if match.group(0) == "$$":
-        return "$"
-    return env.get(match.group(1), match.group(0))
+    """Kubernetes' `$(VAR)` expansion of a command or argument (app.kubeenv)."""
+    return kubeenv.expand(value, env)
 
 
 def process_env(env: dict[str, str]) -> dict[str, str]:

@@ -9,7 +9,8 @@ write, and that answer is applied too, as happens when a child's event races the
 
 What it does (Metacontroller's documented part, docs/lifecycle.md): it sends the owned children
 keyed `namespace/name`, creates missing desired children, never updates an existing pod
-(`OnDelete`), replaces a Service's labels, annotations and spec (`InPlace`), deletes observed
+(`OnDelete`), replaces a Service's or ConfigMap's labels, annotations, spec and data
+(`InPlace`), deletes observed
 children that are not desired, then writes the status. The kubelet is a script: tests set pods'
 phases by name.
 
@@ -50,7 +51,7 @@ class SimCluster:
     deleted: list[str] = field(default_factory=list)
     request: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] = field(default_factory=dict)
-    child_types: tuple[str, ...] = ("Pod.v1", "Service.v1")
+    child_types: tuple[str, ...] = ("ConfigMap.v1", "Pod.v1", "Service.v1")
 
     # Metacontroller's part.
 
@@ -93,7 +94,9 @@ class SimCluster:
             elif kind != "Pod.v1":
                 for key in ("labels", "annotations"):
                     group[name]["metadata"][key] = child["metadata"].get(key, {})
-                group[name]["spec"] = copy.deepcopy(child["spec"])
+                for key in ("spec", "data"):
+                    if key in child:
+                        group[name][key] = copy.deepcopy(child[key])
         if write_status:
             self.older_status, self.status = self.status, copy.deepcopy(answer["status"])
 

@@ -33,6 +33,11 @@ CHILD_NAME_TOO_LONG = (
     "metadata.name: too long: every child name <name>-<replica type>-<index> must fit in 63 "
     "characters (a Service name)"
 )
+MX_CONFIG_TOO_LONG = (
+    "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica of the job, "
+    "would not fit in the 131,061 bytes a process's environment variable may hold; use fewer "
+    "replicas or a shorter job name"
+)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -141,7 +146,15 @@ VALID = [
             "dist-cpu.yaml",
             {
                 "metadata": {"name": "a"},
-                "spec": {"mxReplicaSpecs": {"Worker": {"replicas": MAX_REPLICAS - 3}}},
+                "spec": {
+                    "mxReplicaSpecs": {
+                        # A one-digit mxjob-port keeps MX_CONFIG within the size rule.
+                        "Worker": {"replicas": MAX_REPLICAS - 3}
+                        | containers(
+                            MXNET | {"ports": [{"name": "mxjob-port", "containerPort": 1}]}
+                        )
+                    }
+                },
             },
         ),
         id="as-many-replicas-as-the-hook-allows",
@@ -191,6 +204,14 @@ def case(base: str, patch: dict[str, Any], *errors: str, hook: bool = True) -> A
 
 
 INVALID = [
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3000}}}},
+            MX_CONFIG_TOO_LONG,
+        ),
+        id="mx-config-too-long-for-a-process",
+    ),
     pytest.param(
         *case("dist-cpu.yaml", {"metadata": {"name": "Mnist_dist"}}, NOT_DNS_1035),
         id="name-not-dns-1035",
@@ -495,6 +516,7 @@ INVALID = [
             "dist-cpu.yaml",
             {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": MAX_REPLICAS - 2}}}},
             f"{SPECS}: at most {MAX_REPLICAS} replicas in all",
+            MX_CONFIG_TOO_LONG,
         ),
         id="one-replica-over-the-hooks-cap",
     ),

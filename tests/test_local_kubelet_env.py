@@ -54,12 +54,12 @@ def test_env_is_resolved(env: list[dict[str, object]], expected: dict[str, str])
     [
         pytest.param(
             [ref("M", "job-config", "absent")],
-            "ConfigMap job-config has no key absent",
+            "couldn.t find key absent in ConfigMap job-config",
             id="missing-key",
         ),
         pytest.param(
             [{"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
-            "only values and configMapKeyRef",
+            "only configMapKeyRef sources are modelled",
             id="field-ref",
         ),
     ],

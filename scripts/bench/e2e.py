@@ -154,7 +154,7 @@ def _measure(
 def cleanup(kube: Kube, namespace: str) -> None:
     """No controller-manager runs here: delete the jobs and their children by hand (with
     Metacontroller stopped, so that nothing recreates them)."""
-    for resource in ("mxjobs", "pods", "services"):
+    for resource in ("mxjobs", "pods", "services", "configmaps"):
         kube.delete(path(resource, namespace))
 
 

@@ -277,9 +277,13 @@ def audit_flags(workdir: Path, audit_log: Path) -> list[str]:
 
 @contextmanager
 def cluster(
-    binaries: Binaries, workdir: Path, audit_log: Path | None = None
+    binaries: Binaries,
+    workdir: Path,
+    audit_log: Path | None = None,
+    flags: tuple[str, ...] = (),
 ) -> Iterator[ApiServer]:
-    """etcd plus kube-apiserver on free loopback ports, with a static system:masters token.
+    """etcd plus kube-apiserver on free loopback ports, with a static system:masters token;
+    `flags` are added to the API server's command line (for example `--event-ttl=20s`).
 
     With `audit_log`, the API server also writes every request's metadata there, a JSON line
     per request, before it answers (blocking mode: the log is complete when the answer is in).
@@ -296,7 +300,7 @@ def cluster(
         wait_until(lambda: _http_ok(health), etcd_process, etcd_log, "etcd")
         command = apiserver_command(
             binaries.kube_apiserver, pki, token_file, etcd_port, port, workdir / "certs"
-        )
+        ) + list(flags)
         if audit_log is not None:
             command += audit_flags(workdir, audit_log)
         with running(command, apiserver_log) as apiserver_process:

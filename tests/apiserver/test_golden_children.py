@@ -27,6 +27,7 @@ REFUSED_PARENTS = {
 }
 STAND_IN_PARENT = "new-job"
 CHILD_TYPES = (
+    "configmaps",
     "pods",
     "services",
     "podgroups.scheduling.volcano.sh",

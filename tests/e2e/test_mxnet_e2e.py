@@ -136,13 +136,32 @@ def by_worker_id(results: dict[str, dict[str, Any]], *keys: str) -> dict[str, di
     return {r["worker_id"]: {k: r[k] for k in keys} for r in results.values()}
 
 
+def mx_config(port: int, index: int) -> str:
+    """MX_CONFIG as a worker of the e2e job must read it: the contract's compact JSON,
+    written out here independently of the hook."""
+    cluster = {
+        "scheduler": [{"port": port, "url": f"{JOB}-scheduler-0"}],
+        "server": [{"port": 9091, "url": f"{JOB}-server-{i}"} for i in range(2)],
+        "worker": [{"port": 9091, "url": f"{JOB}-worker-{i}"} for i in range(2)],
+    }
+    labels = {"scheduler": "", "server": "", "worker": ""}
+    whole = {"cluster": cluster, "labels": labels, "task": {"index": index, "type": "worker"}}
+    return json.dumps(whole, sort_keys=True, separators=(",", ":"))
+
+
 def test_kvstore_job_succeeds_with_aggregated_values(harness: Harness) -> None:
-    run = harness.run(mxjob(JOB, "kvstore", free_port()))
+    port = free_port()
+    run = harness.run(mxjob(JOB, "kvstore", port))
 
     assert run.states() == ["Created", "Running", "Succeeded"]
     assert by_worker_id(run.results(), "ok", "worker_id", "expected", "pulled") == {
         "0": kvstore_result("0"),
         "1": kvstore_result("1"),
+    }
+    # What the user's program read, through the ConfigMap and the kubelet's expansion.
+    assert by_worker_id(run.results(), "mx_config") == {
+        "0": {"mx_config": mx_config(port, 0)},
+        "1": {"mx_config": mx_config(port, 1)},
     }
     assert run.status["replicaStatuses"]["Scheduler"]["succeeded"] == 1
     assert run.running() == []
