@@ -89,6 +89,12 @@ class DeadlineProtocol(H11Protocol):
         send = cycle.send
 
         async def timed_send(message: Any) -> None:
+            if self.transport.is_closing() and not cycle.response_complete:
+                # The client left or the connection was cut: uvicorn learns it a loop turn
+                # later, and would write to the dead socket (and log the unfinished answer
+                # as an error) meanwhile.
+                cycle.disconnected = True
+                return
             if message["type"] == "http.response.start":
                 if self._send_timer is not None:
                     self._send_timer.cancel()
