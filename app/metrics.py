@@ -7,7 +7,8 @@ REGISTRY = CollectorRegistry()
 SYNCS = Counter(
     "mxjob_sync_requests",
     "Sync requests answered, by outcome "
-    "(ok, invalid_spec, bad_request, unauthorized, too_large, error).",
+    "(ok, invalid_spec, bad_request, unauthorized, too_large, timeout, busy, expired, "
+    "client_gone, error).",
     ["outcome"],
     registry=REGISTRY,
 )

@@ -235,9 +235,11 @@ def create_app(config: settings.Settings) -> FastAPI:
         @app.get("/openapi.json", include_in_schema=False)
         async def guarded_openapi(request: Request) -> Response:
             if not token.allows(request.headers.get("authorization")):
-                raise_401 = {"WWW-Authenticate": "Bearer"}
-                detail = {"detail": "missing or wrong bearer token"}
-                return JSONResponse(detail, status_code=401, headers=raise_401)
+                detail, challenge = (
+                    {"detail": "missing or wrong bearer token"},
+                    {"WWW-Authenticate": "Bearer"},
+                )
+                return JSONResponse(detail, status_code=401, headers=challenge)
             return JSONResponse(app.openapi())
 
     @app.get("/healthz", response_class=PlainTextResponse, responses=_TEXT)
