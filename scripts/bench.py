@@ -256,15 +256,19 @@ def _echo_app(responses: dict[int, bytes]) -> Any:
 
 
 def serve(kind: str, port: int, responses_dir: str | None) -> None:
-    """One server process; both kinds run on exactly the same uvicorn settings."""
+    """One server process; both kinds run on exactly the same uvicorn settings, the hook's
+    (its protocol with connection deadlines, app/server.py)."""
     import uvicorn
+
+    from app import server, settings
 
     if kind == "hook":
         from app.web import app
     else:
         found = Path(responses_dir or ".").glob("*.response")
         app = _echo_app({int(p.stem): p.read_bytes() for p in found})
-    uvicorn.run(app, host=HOST, port=port, access_log=False, log_level="warning")
+    config = server.options(settings.from_env())
+    uvicorn.run(app, host=HOST, port=port, log_level="warning", **config)
 
 
 def _free_port() -> int:
