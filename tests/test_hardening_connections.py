@@ -71,6 +71,7 @@ def test_error_answers_to_large_requests_free_their_memory() -> None:
         for _ in range(3):
             assert httpx.post(f"{server.url}/sync", content=refused, timeout=30).status_code == 422
         grown = server.memory_kib() - after_ok
+    print(f"\nRSS after a 200: {after_ok // 1024} MiB; after three 422s: {grown // 1024:+} MiB")
     assert grown < 48 * 1024, f"{grown} KiB more after three 422s"
 
 
@@ -85,7 +86,9 @@ def test_a_stalled_upload_gets_408_and_the_next_large_job_its_answer() -> None:
         started = time.monotonic()
         reply = httpx.post(f"{server.url}/sync", content=other, timeout=10)
         assert reply.status_code == 200
-        assert time.monotonic() - started < 6
+        took = time.monotonic() - started
+        print(f"\nthe other job answered after {took:.2f} s")
+        assert took < 6
         answer = stalled.recv(4096)
         assert status_of(answer) == 408
         assert b"still incomplete" in answer
@@ -191,6 +194,7 @@ def test_answers_nobody_reads_are_dropped_after_the_send_timeout() -> None:
         assert httpx.post(f"{server.url}/sync", content=NEW_JOB, timeout=5).status_code == 200
         grown = server.memory_kib() - baseline
         peak = server.memory_kib("VmHWM")
+    print(f"\nunread answers: peak RSS {peak // 1024} MiB, {grown // 1024:+} MiB after the cuts")
     assert grown < 64 * 1024, f"{grown} KiB kept after the connections were cut"
     assert peak < LIMIT_KIB
 
@@ -288,3 +292,18 @@ def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
     assert set(statuses) <= {0, 200, 429, 503}
     assert [line["message"] for line in lines if line["level"] == "error"] == []
     assert peak < LIMIT_KIB, f"peak RSS {peak // 1024} MiB"
+
+
+def test_a_request_over_the_connection_limit_gets_503() -> None:
+    with hook(MXJOB_MAX_CONNECTIONS="4") as server, ExitStack() as stack:
+        for _ in range(4):
+            stack.enter_context(server.connect())
+        with server.connect() as fifth:
+            fifth.sendall(b"GET /healthz HTTP/1.1\r\nHost: hook\r\n\r\n")
+            assert status_of(fifth.recv(4096)) == 503
+        stack.close()
+        wait_for(
+            lambda: httpx.get(f"{server.url}/healthz", timeout=2).status_code == 200,
+            5,
+            "answered again once the connections closed",
+        )
