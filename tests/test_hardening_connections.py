@@ -307,3 +307,10 @@ def test_a_request_over_the_connection_limit_gets_503() -> None:
             5,
             "answered again once the connections closed",
         )
+
+
+def test_a_request_head_over_16_kib_is_refused(short_deadlines: Server) -> None:
+    with short_deadlines.connect() as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: hook\r\nX-Padding: " + b"x" * 17 * 1024)
+        assert status_of(sock.recv(4096)) == 400
+        assert closed_by_peer(sock, 5)
