@@ -15,11 +15,12 @@ class Settings(BaseModel):
     # Answer as if it were this moment (RFC 3339). For tests and for reproducing a golden
     # answer with curl; never set it in a cluster, where deadlines and TTLs need the clock.
     frozen_clock: datetime | None = None
-    # Largest request body accepted; larger ones get 413 before they are read. A sync request
-    # carries every observed pod, and each pod's MX_CONFIG lists the whole cluster, so the
-    # size grows with the square of the job: 1000 workers measured 101 MiB, the 1200
-    # replicas that validation allows 140 MiB (docs/reliability.md).
-    max_body_bytes: int = Field(default=192 * MiB, gt=0)
+    # Largest request body accepted; larger ones get 413 before they are read. Validation
+    # admits only jobs whose sync request, once every child exists, is estimated at no more
+    # than 48 MiB (app/validation.py, the size rule); the largest admitted measured 21.6-45.8
+    # MiB through a real API server (docs/reliability.md). The rest is headroom for what
+    # others add to children.
+    max_body_bytes: int = Field(default=64 * MiB, gt=0)
     # A sync that takes longer than this is logged as a warning (Metacontroller gives up at
     # its webhook timeout, 10 s by default).
     slow_sync_seconds: float = Field(default=2.0, gt=0)

@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from app import metrics, settings
+from app import __version__, metrics, settings
 from app.auth import BearerToken
 from app.budget import ByteBudget
 from app.envelope import BadRequest, SyncRequest
@@ -141,7 +141,7 @@ def create_app(config: settings.Settings) -> FastAPI:
     app = FastAPI(
         title="mxjob-controller",
         summary="Metacontroller sync hook for Kubeflow MXJobs (kubeflow.org/v1).",
-        version="0.1.0",
+        version=__version__,
         openapi_url=None if token.enabled else "/openapi.json",
         docs_url=None if token.enabled else "/docs",
         redoc_url=None if token.enabled else "/redoc",

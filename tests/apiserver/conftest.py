@@ -6,16 +6,34 @@ Public API for tests in this directory:
   and `get(*args)` (parsed `kubectl get -o json`).
 - `k8s_binaries` (session): the `Binaries` paths (`kube_apiserver`, `etcd`, `kubectl`).
 - `namespace` (function): a fresh namespace name, created for the test.
+- `metacontroller_binary` (session): the real Metacontroller, built by
+  scripts/metacontroller-binary.sh on first use.
+- `real_stack` (session): the real hook and the real Metacontroller running against `apiserver`,
+  with our CRDs and our CompositeController installed (`realstack.py`).
+- `rest` (session): the API server's REST API (`rest.py`), for polling and playing the kubelet.
+- `figure` (session): `figure(line)` prints a measured figure on the terminal as the tier runs.
 Every test collected here is marked `apiserver`.
 """
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from .cluster import ApiServer, Binaries, ClusterError, cluster, obtain_binaries
+from .realstack import (
+    Hook,
+    Metacontroller,
+    delete_jobs,
+    install_controller,
+    obtain_metacontroller,
+    run_metacontroller,
+    serve_hook,
+)
+from .resources import install_crds
+from .rest import Rest
 
 HERE = Path(__file__).parent
 
@@ -24,11 +42,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.apiserver)
+    # Once `real_stack` is up, Metacontroller syncs every MXJob on the server: tests that write
+    # a job's children or status themselves (test_golden_children.py) must come before it.
+    items.sort(key=lambda item: "real_stack" in getattr(item, "fixturenames", ()))
 
 
-@pytest.fixture(scope="session")
-def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
-    """The pinned binaries, built or fetched by scripts/k8s-binaries.sh on first use."""
+def _progress(pytestconfig: pytest.Config) -> Callable[[str], None]:
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
 
@@ -39,11 +58,57 @@ def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
         with capture.global_and_fixture_disabled():
             reporter.write_line(line)
 
+    return progress
+
+
+@pytest.fixture(scope="session")
+def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
+    """The pinned binaries, built or fetched by scripts/k8s-binaries.sh on first use."""
     try:
-        return obtain_binaries(progress)
+        return obtain_binaries(_progress(pytestconfig))
     except ClusterError as error:
         failure = str(error)  # failed outside the handler: the report shows no exception chain
     pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def metacontroller_binary(pytestconfig: pytest.Config) -> Path:
+    """The real Metacontroller, built from its source by scripts/metacontroller-binary.sh."""
+    try:
+        return obtain_metacontroller(_progress(pytestconfig))
+    except ClusterError as error:
+        failure = str(error)
+    pytest.fail(failure, pytrace=False)
+
+
+@dataclass(frozen=True)
+class RealStack:
+    apiserver: ApiServer
+    hook: Hook
+    metacontroller: Metacontroller
+
+
+@pytest.fixture(scope="session")
+def real_stack(
+    apiserver: ApiServer, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealStack]:
+    """The real hook and the real Metacontroller on `apiserver`, our CRDs and CompositeController
+    installed, the MXJobs of earlier tests deleted. Tests share it: each works in its own
+    namespace. From here on Metacontroller syncs every MXJob on `apiserver`, so the tests that
+    do not use it run first (see pytest_collection_modifyitems)."""
+    workdir = tmp_path_factory.mktemp("real-stack")
+    failure = None
+    try:
+        install_crds(apiserver)
+        delete_jobs(apiserver)
+        with serve_hook(workdir) as hook:
+            install_controller(apiserver, hook.url)
+            with run_metacontroller(metacontroller_binary, apiserver, workdir) as controller:
+                yield RealStack(apiserver, hook, controller)
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -68,3 +133,16 @@ def namespace(apiserver: ApiServer) -> str:
     name = f"t-{uuid.uuid4().hex[:10]}"
     apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name
+
+
+@pytest.fixture(scope="session")
+def rest(apiserver: ApiServer) -> Rest:
+    """The API server's REST API with the admin token."""
+    return Rest(apiserver)
+
+
+@pytest.fixture(scope="session")
+def figure(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Print a measured figure (a delay, a duration) on the terminal, even under capture."""
+    progress = _progress(pytestconfig)
+    return lambda line: progress(f"\nfigure: {line}")  # off the line of progress dots

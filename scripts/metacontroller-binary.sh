@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Obtain a pinned Metacontroller binary for the tests, `make demo` and the end-to-end bench, cached
+# outside the tree.
+#
+# Metacontroller's Go module is named `metacontroller`, not a fetchable path, so `go install`
+# cannot get it; it is built from a copy of its source (by default ../shared/third_party/
+# metacontroller beside this checkout; see its SOURCE.md) with dependencies from the Go module
+# proxy, pinned by the source's go.sum. The cache key is the version and a digest of the source,
+# so another source of the same version builds again. Progress goes to stderr; the last line on
+# stdout is `METACONTROLLER=<path>`.
+#
+# Environment:
+#   METACONTROLLER_BIN  use this binary as it is (nothing is built)
+#   METACONTROLLER_SRC  build from this source directory, e.g. an upstream checkout of the tag:
+#                       git clone --branch v4.17.2 https://github.com/metacontroller/metacontroller
+#   MXJOB_CACHE_DIR     cache root (default ~/.cache/mxjob-controller), shared with k8s-binaries.sh
+set -euo pipefail
+
+METACONTROLLER_VERSION=v4.17.2
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CACHE_ROOT=${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mxjob-controller}
+
+exec 3>&2 # progress and errors reach the caller even from inside a step whose output is logged
+log() { printf 'metacontroller-binary: %s\n' "$*" >&3; }
+die() { log "ERROR: $*"; exit 1; }
+
+# Print a line every minute while a long step runs, so a caller sees it is alive.
+with_ticker() {
+    local what=$1 start=$SECONDS next=60 pid rc=0
+    shift
+    "$@" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 1
+        if ((SECONDS - start >= next)); then
+            log "$what: still running ($((next / 60)) min)"
+            next=$((next + 60))
+        fi
+    done
+    wait "$pid" || rc=$?
+    return "$rc"
+}
+
+go_env() {
+    # The same Go caches as scripts/k8s-binaries.sh: shared modules, one place to remove.
+    export GOPATH=$CACHE_ROOT/go
+    export GOMODCACHE=$CACHE_ROOT/go/pkg/mod
+    export GOCACHE=$CACHE_ROOT/go/build-cache
+    export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -modcacherw -mod=readonly" CGO_ENABLED=0
+}
+
+check_source() {
+    local src=$1
+    [[ -d $src ]] || die "no Metacontroller source at $src: set METACONTROLLER_SRC to a checkout \
+of metacontroller $METACONTROLLER_VERSION, or METACONTROLLER_BIN to a binary"
+    [[ -f $src/go.mod && -f $src/pkg/cmd/metacontroller/main.go ]] \
+        || die "$src is not Metacontroller's source (no go.mod or pkg/cmd/metacontroller/main.go)"
+    grep -q '^module metacontroller$' "$src/go.mod" || die "$src/go.mod is not module metacontroller"
+}
+
+# A digest of what the build reads: go.mod, go.sum and every non-test Go file under pkg/.
+source_digest() {
+    local src=$1
+    (cd "$src" && find go.mod go.sum pkg -type f \
+        \( -name '*.go' ! -name '*_test.go' -o -name go.mod -o -name go.sum \) \
+        | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16
+}
+
+build() {
+    local src=$1 dest=$2 log_file
+    go_env
+    command -v go >/dev/null || die "go is not installed"
+    mkdir -p "$dest"
+    log_file=$dest/build.log
+    log "building Metacontroller $METACONTROLLER_VERSION from $src with $(go version)"
+    log "(modules from the Go module proxy; the first build takes a few minutes on 2 cores)"
+    if ! (cd "$src" && with_ticker "go build metacontroller" go build -trimpath \
+        -ldflags "-s -w -X main.version=$METACONTROLLER_VERSION" \
+        -o "$dest/metacontroller.tmp" ./pkg/cmd/metacontroller) >"$log_file" 2>&1; then
+        cat "$log_file" >&3
+        die "go build failed (output above, also kept in $log_file)"
+    fi
+    mv "$dest/metacontroller.tmp" "$dest/metacontroller"
+    log "built $dest/metacontroller"
+}
+
+main() {
+    if [[ -n ${METACONTROLLER_BIN:-} ]]; then
+        [[ -x $METACONTROLLER_BIN ]] || die "METACONTROLLER_BIN=$METACONTROLLER_BIN is not executable"
+        echo "METACONTROLLER=$METACONTROLLER_BIN"
+        return
+    fi
+    local src dest
+    src=${METACONTROLLER_SRC:-$REPO/../shared/third_party/metacontroller}
+    check_source "$src"
+    src=$(cd "$src" && pwd)
+    dest=$CACHE_ROOT/metacontroller/$METACONTROLLER_VERSION-$(source_digest "$src")
+    mkdir -p "$dest"
+    exec 9>"$dest/.lock"
+    flock 9 # concurrent test sessions wait for one build instead of racing
+    [[ -x $dest/metacontroller ]] || build "$src" "$dest"
+    echo "METACONTROLLER=$dest/metacontroller"
+}
+
+main "$@"

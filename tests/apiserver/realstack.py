@@ -1,0 +1,207 @@
+"""The real Metacontroller and the real hook beside the loopback API server.
+
+- `obtain_metacontroller` runs scripts/metacontroller-binary.sh (built from Metacontroller's
+  source and cached; `METACONTROLLER_BIN` or `METACONTROLLER_SRC` override it).
+- `serve_hook` runs `python -m app serve` on a free loopback port; `Hook.down()` stops it for a
+  while and starts it again on the same port (a hook outage).
+- `run_metacontroller` runs Metacontroller out of cluster with the API server's kubeconfig.
+- `delete_jobs` deletes the MXJobs earlier tests left, before Metacontroller starts.
+- `install_controller` applies Metacontroller's CRDs and our CompositeController exactly as
+  shipped (metacontroller/compositecontroller.yaml) except that its webhook points at the hook's
+  loopback URL.
+"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .cluster import (
+    BUILD_TIMEOUT,
+    STOP_TIMEOUT,
+    ApiServer,
+    ClusterError,
+    _stop,
+    free_port,
+    running,
+    wait_until,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
+COMPOSITE_CONTROLLER = REPO / "metacontroller" / "compositecontroller.yaml"
+# Metacontroller's own CRDs, from the source the binary is built from (its release manifests).
+DEFAULT_SOURCE = REPO.parent / "shared" / "third_party" / "metacontroller"
+
+
+def metacontroller_crds() -> Path:
+    source = Path(os.environ.get("METACONTROLLER_SRC", DEFAULT_SOURCE))
+    for candidate in ("manifests/metacontroller-crds-v1.yaml",
+                      "manifests/production/metacontroller-crds-v1.yaml"):  # fmt: skip
+        if (source / candidate).is_file():
+            return source / candidate
+    raise ClusterError(
+        f"no metacontroller-crds-v1.yaml under {source}/manifests: set METACONTROLLER_SRC to a "
+        "checkout of Metacontroller v4.17.2 (its CRDs are read from there, even with "
+        "METACONTROLLER_BIN)"
+    )
+
+
+def obtain_metacontroller(progress: Callable[[str], None]) -> Path:
+    """The Metacontroller binary (a cold build takes a minute or more)."""
+    lines: list[str] = []
+    with subprocess.Popen(
+        ["bash", str(SCRIPT)], text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+
+        def follow() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines.append(line)
+                if line.startswith("metacontroller-binary:"):
+                    progress(line.rstrip())
+
+        reader = threading.Thread(target=follow, daemon=True)
+        reader.start()
+        try:
+            process.wait(timeout=BUILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            _stop(process)
+        reader.join(timeout=STOP_TIMEOUT)
+    paths = [line.strip().split("=", 1)[1] for line in lines if line.startswith("METACONTROLLER=")]
+    if process.returncode != 0 or not paths:
+        raise ClusterError(f"{SCRIPT} failed ({process.returncode}):\n" + "".join(lines))
+    return Path(paths[-1])
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@dataclass
+class Hook:
+    """The hook's process on a fixed loopback port. `down()` stops it for a while (a hook
+    outage) and starts it again on the same port, so Metacontroller's URL stays valid."""
+
+    url: str
+    log: Path
+    process: subprocess.Popen[bytes]
+    port: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def syncs(self, namespace: str, name: str) -> int:
+        """How many syncs of this job the hook has answered (it logs one line per sync)."""
+        count = 0
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict):
+                continue
+            job = (entry.get("namespace"), entry.get("job"))
+            count += job == (namespace, name) and entry.get("status") == 200
+        return count
+
+    @contextmanager
+    def down(self) -> Iterator[None]:
+        """The hook is stopped inside the block and serves again, same port, when it ends."""
+        _stop(self.process)
+        try:
+            yield
+        finally:
+            self.process = _start_hook(self.port, self.log, self.env)
+            wait_until(lambda: _http_ok(f"{self.url}/healthz"), self.process, self.log, "the hook")
+
+
+def _start_hook(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    with log.open("ab") as sink:
+        return subprocess.Popen(
+            command, cwd=REPO, env={**os.environ, **env}, stdout=sink, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+
+
+@contextmanager
+def serve_hook(workdir: Path, env: dict[str, str] | None = None) -> Iterator[Hook]:
+    """The real hook (`python -m app serve`) on a free loopback port."""
+    port = free_port()
+    log = workdir / f"hook-{port}.log"
+    hook = Hook(f"http://127.0.0.1:{port}", log, _start_hook(port, log, env or {}), port, env or {})
+    try:
+        wait_until(lambda: _http_ok(f"{hook.url}/healthz"), hook.process, log, "the hook")
+        yield hook
+    finally:
+        _stop(hook.process)
+
+
+@dataclass(frozen=True)
+class Metacontroller:
+    log: Path
+    process: subprocess.Popen[bytes]
+    metrics_url: str
+
+
+@contextmanager
+def run_metacontroller(
+    binary: Path, server: ApiServer, workdir: Path, flags: tuple[str, ...] = ()
+) -> Iterator[Metacontroller]:
+    """Metacontroller out of cluster against `server`; `flags` are added to its command line
+    (for example `--client-go-qps=50`)."""
+    health, metrics = free_port(), free_port()
+    log = workdir / f"metacontroller-{health}.log"
+    command = [
+        str(binary), f"--kubeconfig={server.kubeconfig}",
+        f"--health-probe-bind-address=127.0.0.1:{health}",
+        f"--metrics-address=127.0.0.1:{metrics}", "--discovery-interval=2s",
+        "--zap-log-level=4", *flags,
+    ]  # fmt: skip
+    with running(command, log) as process:
+        ready = f"http://127.0.0.1:{health}/readyz"
+        wait_until(lambda: _http_ok(ready), process, log, "metacontroller")
+        yield Metacontroller(log, process, f"http://127.0.0.1:{metrics}/metrics")
+
+
+def composite_controller(hook_url: str) -> dict[str, Any]:
+    """Our CompositeController as shipped, with the webhook pointed at `hook_url`."""
+    shipped: dict[str, Any] = yaml.safe_load(COMPOSITE_CONTROLLER.read_text())
+    controller = copy.deepcopy(shipped)
+    webhook = controller["spec"]["hooks"]["sync"]["webhook"]
+    path = webhook.pop("path", "/sync")
+    webhook.pop("service", None)
+    webhook["url"] = f"{hook_url}{path}"
+    return controller
+
+
+def delete_jobs(server: ApiServer) -> None:
+    """Delete every MXJob. Tests that ran before the real stack started (admission, golden
+    answers) leave jobs that no controller ran; Metacontroller would sync them all first, at
+    its 5 writes a second, ahead of the jobs of the tests that follow."""
+    server.kubectl("delete", "mxjobs.kubeflow.org", "--all", "--all-namespaces", "--wait=false")
+
+
+def install_controller(server: ApiServer, hook_url: str) -> None:
+    """Metacontroller's CRDs, then our CompositeController for the hook at `hook_url`."""
+    crds = [d for d in yaml.safe_load_all(metacontroller_crds().read_text()) if d]
+    server.apply(*crds)
+    names = [f"crd/{crd['metadata']['name']}" for crd in crds]
+    server.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    server.apply(composite_controller(hook_url))
