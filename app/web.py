@@ -161,14 +161,15 @@ def create_app(config: settings.Settings) -> FastAPI:
         declared = _declared_length(request, config.max_body_bytes)
         if declared is not None and declared <= INLINE_BODY:
             return
-        if declared is None or declared > LARGE_BODY:
+        # A body of unknown length may be as large as any: it counts as the largest.
+        size = config.max_body_bytes if declared is None else declared
+        if size > LARGE_BODY:
+            # Large ones queue (one at a time, until the webhook timeout) rather than being
+            # refused: there is a single slot for them, and each is a big job's only sync.
             await _before(deadline, one_large.acquire)
             stack.callback(one_large.release)
-            size = config.max_body_bytes if declared is None else declared
             await _before(deadline, lambda: budget.take(size))
-        elif budget.try_take(size := declared):
-            pass
-        else:
+        elif not budget.try_take(size):
             raise Refused(429, "busy", "too many bytes in flight; retry", retry_after=1)
         stack.callback(budget.release, size)
 
