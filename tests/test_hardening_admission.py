@@ -150,6 +150,23 @@ def test_a_slow_body_gets_408(steps: list[Step], settings: dict[str, Any], read:
         assert f"after {read} bytes" in call.detail
 
 
+@pytest.mark.parametrize(
+    ("settings", "declared", "status"),
+    [
+        pytest.param({"auth_token": "t"}, None, 401, id="unauthorized"),
+        pytest.param({"max_body_bytes": 100}, 101, 413, id="too-large"),
+    ],
+)
+def test_a_refusal_before_the_body_closes_the_connection(
+    settings: dict[str, Any], declared: int | None, status: int
+) -> None:
+    """Keeping the connection would mean reading the unread body first."""
+    call = Call("refused", [NEW_JOB], declared=declared)
+    log = _run(_app(**settings), [(0, call)])
+    assert (call.status, call.headers["connection"]) == (status, "close")
+    assert "refused sent" not in log
+
+
 def test_a_stalled_large_upload_releases_the_large_slot() -> None:
     """The issue's case: a large upload that stops holds the one large-request slot; with
     the chunk deadline it gets 408 and the next large request goes through."""
@@ -178,7 +195,7 @@ def test_bodies_over_the_byte_budget_get_429_until_bytes_are_released() -> None:
 
     log = _run_with(app, [(0, first), (0.05, second), (0.05, small)], release, [third])
     assert second.status == 429
-    assert second.headers["retry-after"] == "1"
+    assert (second.headers["retry-after"], second.headers["connection"]) == ("1", "close")
     assert small.status == 200  # at most web.INLINE_BODY bytes: never waits for the budget
     assert (first.status, third.status) == (200, 200)
     assert log.index("second 429") < log.index("first 200") < log.index("third sent")
@@ -233,7 +250,7 @@ def test_work_queued_past_the_webhook_timeout_is_dropped_with_503() -> None:
     waiting = Call("waiting", [THREADED])
     log = _run(app, [(0, slow), (0.05, waiting)])
     assert (waiting.status, slow.status) == (503, 503)
-    assert waiting.headers["retry-after"] == "1"
+    assert (waiting.headers["retry-after"], waiting.headers["connection"]) == ("1", "close")
     assert "webhook timeout" in waiting.detail
     assert "waiting sent" not in log  # refused without reading its body
 
