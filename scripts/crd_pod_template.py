@@ -108,6 +108,7 @@ OVERLAY: dict[str, dict[str, Any]] = {
     "spec.containers[].image": {"minLength": 1},
     # Kubernetes 1.32's (relaxed) rule for an environment variable name: printable ASCII but '='.
     "spec.containers[].env[].name": {"pattern": ENV_NAME},
+    "spec.initContainers[].env[].name": {"pattern": ENV_NAME},
     "spec.containers[].ports[].containerPort": {"minimum": 1, "maximum": 65535},
 }
 
