@@ -55,7 +55,8 @@ unit: $(VENV)/.dev
 
 test: lint typecheck unit
 
-# A real MXNet job through the real hook, its pods as local processes (docs/e2e.md; needs root).
+# Real MXNet jobs through the real Metacontroller and hook on a loopback kube-apiserver, their
+# pods as local processes (docs/e2e.md; needs root).
 demo: $(VENV)/.dev
 	$(BIN)/python -m e2e.demo
 
@@ -63,15 +64,21 @@ demo: $(VENV)/.dev
 soak: $(VENV)/.dev
 	$(BIN)/python -m scripts.soak --duration $(SOAK_SECONDS)
 
-# The hook against an echo baseline on loopback; rewrites docs/performance.md and its plot
-# (a few minutes; BENCH_ARGS=--quick for a smoke run, --help for the rest).
+# The hook against its floor (echo + parse + serialize) on loopback, on uvicorn as shipped and
+# on uvicorn[standard]; rewrites docs/performance.md and its plots (a few minutes;
+# BENCH_ARGS=--quick for a smoke run, --help for the rest).
 BENCH_ARGS ?=
-.PHONY: bench
+STANDARD_LIB := .cache/uvicorn-standard
+.PHONY: bench bench-e2e
 $(VENV)/.bench: requirements.txt requirements-bench.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-bench.txt
 	touch $@
 
-bench: $(VENV)/.bench
+$(STANDARD_LIB)/.installed: requirements-bench-standard.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --target $(STANDARD_LIB) -r requirements-bench-standard.txt
+	touch $@
+
+bench: $(VENV)/.bench $(STANDARD_LIB)/.installed
 	$(BIN)/python -m scripts.bench $(BENCH_ARGS)
 
 # The image for this machine's platform, tagged with the version (docs/install.md shows how to
@@ -84,3 +91,9 @@ image:
 image-push:
 	$(DOCKER) buildx build --platform $(PLATFORMS) \
 	    --label org.opencontainers.image.version=$(VERSION) -t $(IMAGE):$(VERSION) --push .
+
+# The whole stack (kube-apiserver, etcd, Metacontroller v4.17.2, the hook) from `kubectl apply`
+# to Running, Metacontroller's defaults beside the shipped flags; rewrites its part of
+# docs/performance.md (about 25 minutes; BENCH_ARGS=--quick for 1/1/2 and 1/16/64 only).
+bench-e2e: $(VENV)/.dev
+	$(BIN)/python -m scripts.bench.e2e $(BENCH_ARGS)

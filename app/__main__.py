@@ -5,10 +5,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import uvicorn
-
-from app import __version__, settings
-from app import logging as logs
+from app import __version__, server, settings
 from app.render import RenderError, render_report
 
 
@@ -26,27 +23,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     dry_run.add_argument("file", help="YAML file with one or more MXJobs, or - for stdin")
     dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
+    dry_run.add_argument(
+        "--expand",
+        action="store_true",
+        help="show each container's env as its process reads it: ConfigMap references "
+        "resolved and $(VAR) expanded, as the kubelet does",
+    )
     args = parser.parse_args(argv)
     if args.command == "serve":
-        config = settings.from_env()
-        uvicorn.run(
-            "app.web:app",
-            host=args.host,
-            port=args.port,
-            log_config=logs.config(config.log_level),
-            access_log=False,
-            server_header=False,
-            ssl_certfile=config.tls_cert_file,
-            ssl_keyfile=config.tls_key_file,
-        )
+        server.run(settings.from_env(), args.host, args.port)
         return 0
-    return _render(args.file, args.namespace)
+    return _render(args.file, args.namespace, args.expand)
 
 
-def _render(path: str, namespace: str) -> int:
+def _render(path: str, namespace: str, expand: bool) -> int:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        rendered = render_report(text, datetime.now(UTC), namespace)
+        rendered = render_report(text, datetime.now(UTC), namespace, expand)
     except (OSError, UnicodeDecodeError, RenderError) as err:
         print(f"render: {path}: {err}", file=sys.stderr)
         return 2

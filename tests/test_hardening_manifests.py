@@ -2,16 +2,14 @@
 requirement of issue 9, checked on every overlay's `kubectl kustomize` output."""
 
 import re
-import shutil
-import subprocess
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from app.settings import Settings
+from tests.kustomize import hook_objects
 
 OVERLAYS = Path(__file__).parent.parent / "manifests" / "overlays"
 NAMES = sorted(p.name for p in OVERLAYS.iterdir() if p.is_dir())
@@ -24,12 +22,7 @@ MEASURED_PEAK_MIB = 476
 
 @cache
 def build(overlay: str) -> tuple[dict[str, Any], ...]:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (with its built-in kustomize) must be on PATH"
-    out = subprocess.run(
-        [kubectl, "kustomize", str(OVERLAYS / overlay)], capture_output=True, check=True, text=True
-    ).stdout
-    return tuple(d for d in yaml.safe_load_all(out) if d)
+    return hook_objects(overlay)
 
 
 def the(overlay: str, kind: str, component: str = "sync-hook") -> dict[str, Any]:

@@ -3,8 +3,6 @@ children in the golden files."""
 
 import functools
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ import pytest
 import yaml
 
 from app import __version__
+from tests.kustomize import hook_objects
 
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -45,22 +44,13 @@ LAYOUT = {
     "kubeflow": ("kubeflow", False, None),
     "volcano": ("mxjob-system", True, VOLCANO),
     "scheduler-plugins": ("mxjob-system", True, SCHEDULER_PLUGINS),
+    "with-metacontroller": ("mxjob-system", True, None),
 }
 
 
 @functools.cache
 def build(overlay: str) -> tuple[dict[str, Any], ...]:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (with its built-in kustomize) must be on PATH"
-    result = subprocess.run(
-        [kubectl, "kustomize", str(OVERLAYS / overlay)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return tuple(yaml.safe_load_all(result.stdout))
+    return hook_objects(overlay)
 
 
 def the(overlay: str, kind: str) -> dict[str, Any]:
@@ -256,11 +246,13 @@ def test_composite_controller_schema_is_strict(spec: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
 def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> None:
     namespace, _, podgroup = layout
-    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "OnDelete"}}
-    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}}
+    in_place, on_delete = {"method": "InPlace"}, {"method": "OnDelete"}
+    config_maps = {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": in_place}
+    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": on_delete}
+    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": in_place}
     assert the(overlay, "CompositeController")["spec"] == {
         "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
-        "childResources": [pods, services, *([podgroup] if podgroup else [])],
+        "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
         "generateSelector": True,
         "resyncPeriodSeconds": 30,
         "hooks": {

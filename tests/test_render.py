@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from app import envelope
 from app.reconcile import sync
 from app.render import RenderError, render
 from tests import support as s
@@ -17,8 +18,27 @@ ROOT = Path(__file__).parent.parent
 def test_render_is_the_sync_answer_as_yaml() -> None:
     job = s.mxjob(s.train_spec())
     documents = list(yaml.safe_load_all(render(yaml.safe_dump(job), s.NOW)))
-    answer = sync(s.request(job), s.NOW)
+    answer = sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW)
     assert documents == [job | {"status": answer["status"]}, *answer["children"]]
+    assert [d["kind"] for d in documents[:3]] == ["MXJob", "ConfigMap", "Pod"]
+
+
+def test_render_expand_shows_what_each_process_reads() -> None:
+    job = s.mxjob(s.train_spec(servers=1, workers=2))
+    user_env = [{"name": "ROLE_AND_ID", "value": "$(DMLC_ROLE)-$(DMLC_WORKER_ID)-$$(X)"}]
+    job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
+    plain = list(yaml.safe_load_all(render(yaml.safe_dump(job), s.NOW)))
+    expanded = list(yaml.safe_load_all(render(yaml.safe_dump(job), s.NOW, expand=True)))
+    assert [d for d in expanded if d["kind"] != "Pod"] == [d for d in plain if d["kind"] != "Pod"]
+    worker = next(d for d in expanded if d["metadata"]["name"] == "mnist-worker-1")
+    env = {e["name"]: e["value"] for e in worker["spec"]["containers"][0]["env"]}
+    cluster = next(d for d in plain if d["kind"] == "ConfigMap")["data"]["cluster"]
+    assert env["MX_CONFIG_CLUSTER"] == cluster
+    assert env["MX_CONFIG"] == (
+        f'{{"cluster":{cluster},"labels":{{"scheduler":"","server":"","worker":""}},'
+        '"task":{"index":1,"type":"worker"}}'
+    )
+    assert env["ROLE_AND_ID"] == "worker-1-$(X)"
 
 
 def test_render_fills_in_the_namespace_and_takes_several_jobs() -> None:
@@ -49,11 +69,19 @@ def test_render_fills_in_the_namespace_and_takes_several_jobs() -> None:
         pytest.param(
             "kind: MXJob\nmetadata: {}\n", "document 1: not a valid sync request", id="no-name"
         ),
+        pytest.param(
+            "kind: MXJob\nmetadata: {name: a}\nspec:\n  mxReplicaSpecs:\n    Worker:\n"
+            "      template:\n        spec:\n          containers:\n          - name: mxnet\n"
+            "            image: i\n            env:\n            - name: IP\n"
+            "              valueFrom: {fieldRef: {fieldPath: status.podIP}}\n",
+            "container mxnet: env IP: only configMapKeyRef sources are modelled",
+            id="expand-unmodelled-source",
+        ),
     ],
 )
 def test_render_rejects(text: str, message: str) -> None:
     with pytest.raises(RenderError, match=message):
-        render(text, s.NOW)
+        render(text, s.NOW, expand=True)
 
 
 def test_render_command(tmp_path: Path) -> None:

@@ -1,0 +1,194 @@
+"""Events as children of the MXJob (manifests/components/events), measured on a stack of its
+own: a loopback API server with a short `--event-ttl`, the real Metacontroller with the events
+child type and a short resync period, the real hook. What it shows, in order:
+1. `kubectl describe mxjob` lists the job's story (Created, Running);
+2. at rest, syncs go on and write nothing: no Event, pod or MXJob changes its resourceVersion;
+3. an Event the API server expires while the hook still wants it is recreated by Metacontroller
+   (so the hook must stop wanting an Event before the cluster's TTL: app/events.py);
+4. once the Events are older than the hook's limit, Metacontroller deletes them, and nothing is
+   written again however many TTLs pass."""
+
+import re
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from app.events import MAX_AGE_SECONDS
+
+from .cluster import ApiServer, Binaries, ClusterError, cluster
+from .metacontroller import Clock, Kubelet
+from .realstack import (
+    Hook,
+    composite_controller,
+    install_controller,
+    run_metacontroller,
+    serve_hook,
+)
+from .resources import install_crds
+
+REPO = Path(__file__).resolve().parents[2]
+COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
+EVENT_TTL = 30  # seconds, the API server's --event-ttl here (1 h by default)
+RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (30 as shipped)
+AT_REST = 10  # seconds watched for writes at rest: three resyncs or more
+PAUSE = 0.5  # between two reads of the API server while waiting
+
+
+@dataclass(frozen=True)
+class Stack:
+    server: ApiServer
+    workdir: Path
+
+
+@pytest.fixture(scope="module")
+def stack(
+    k8s_binaries: Binaries, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("events-stack")
+    failure = None
+    try:
+        with cluster(k8s_binaries, workdir, flags=(f"--event-ttl={EVENT_TTL}s",)) as server:
+            install_crds(server)
+            install_controller(server, "http://127.0.0.1:9")  # Metacontroller's CRDs; no hook yet
+            with run_metacontroller(metacontroller_binary, server, workdir):
+                yield Stack(server, workdir)
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+def with_events(hook_url: str) -> dict[str, Any]:
+    """Our CompositeController with the events component's child type, resyncing every RESYNC s."""
+    controller = composite_controller(hook_url)
+    component = yaml.safe_load(COMPONENT.read_text())
+    (operation,) = yaml.safe_load(component["patches"][0]["patch"])
+    assert operation["path"] == "/spec/childResources/-"
+    controller["spec"]["childResources"].append(operation["value"])
+    controller["spec"]["resyncPeriodSeconds"] = RESYNC
+    return controller
+
+
+@contextmanager
+def hook_at(stack: Stack, clock: datetime | None) -> Iterator[Hook]:
+    """The real hook (its clock frozen at `clock` if given), and the controller pointed at it."""
+    env = {"MXJOB_FROZEN_CLOCK": clock.isoformat()} if clock else {}
+    with serve_hook(stack.workdir, env) as hook:
+        stack.server.apply(with_events(hook.url))
+        yield hook
+
+
+def syncs(hook: Hook) -> float:
+    with urllib.request.urlopen(f"{hook.url}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    found = re.search(r'^mxjob_sync_requests_total\{outcome="ok"\} (\S+)$', text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while (value := check()) is None or value is False:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not seen after {timeout} s")
+        time.sleep(PAUSE)
+    return value
+
+
+@dataclass(frozen=True)
+class Job:
+    server: ApiServer
+    namespace: str
+    name: str
+
+    def events(self) -> dict[str, dict[str, Any]]:
+        selector = f"training.kubeflow.org/job-name={self.name}"
+        listed = self.server.get("events", f"-n={self.namespace}", f"-l={selector}")["items"]
+        return {e["metadata"]["name"]: e for e in listed}
+
+    def reasons(self) -> list[str] | None:
+        found = sorted(e["reason"] for e in self.events().values())
+        return found or None
+
+    def versions(self) -> dict[str, tuple[str, str]]:
+        """uid and resourceVersion of the job, its pods and its Events: any write changes one."""
+        objects = [self.server.get("mxjob", self.name, f"-n={self.namespace}")]
+        objects += self.server.get("pods", f"-n={self.namespace}")["items"]
+        objects += list(self.events().values())
+        return {
+            f"{o['kind']}/{o['metadata']['name']}": (
+                o["metadata"]["uid"],
+                o["metadata"]["resourceVersion"],
+            )
+            for o in objects
+        }
+
+
+def submit(stack: Stack) -> Job:
+    namespace = "events"
+    stack.server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    manifest = yaml.safe_load((REPO / "examples" / "single-worker.yaml").read_text())
+    manifest["metadata"]["namespace"] = namespace
+    stack.server.apply(manifest)
+    return Job(stack.server, namespace, manifest["metadata"]["name"])
+
+
+def uids(job: Job) -> dict[str, str]:
+    return {n: e["metadata"]["uid"] for n, e in job.events().items()}
+
+
+def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl(
+    stack: Stack,
+) -> None:
+    with hook_at(stack, None) as hook:
+        job = submit(stack)
+        assert wait_for(job.reasons, 30, "the Created Event") == ["MXJobCreated"]
+        kubelet = Kubelet(stack.server, job.namespace, Clock(datetime.now(UTC)))
+        kubelet.run()
+        story = ["MXJobCreated", "MXJobRunning"]
+        assert wait_for(lambda: job.reasons() == story, 30, "the Running Event")
+
+        described = stack.server.kubectl("describe", "mxjob", job.name, f"-n={job.namespace}")
+        lines = described.stdout.split("Events:")[1].splitlines()
+        told = [line.split()[:2] for line in lines if "MXJob" in line]
+        assert told == [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"]], described.stdout
+
+        # At rest: the hook keeps answering with the same Events; nothing is written.
+        before, synced = job.versions(), syncs(hook)
+        time.sleep(AT_REST)
+        assert (job.versions(), syncs(hook) - synced >= 3) == (before, True)
+
+        # Success: Running is no longer True, but its Event stays in the story.
+        kubelet.exit(f"{job.name}-worker-0", 0)
+        story = ["MXJobCreated", "MXJobRunning", "MXJobSucceeded"]
+        assert wait_for(lambda: job.reasons() == story, 30, "the Succeeded Event")
+        first = uids(job)
+        current = {n for n, e in job.events().items() if e["reason"] != "MXJobRunning"}
+
+        # The API server expires every Event after the TTL. Metacontroller recreates those of
+        # the conditions that are still True; the Running one is history and stays gone.
+        def expired_and_recreated() -> bool:
+            now = uids(job)
+            return set(now) == current and all(now[n] != first[n] for n in current)
+
+        started = time.monotonic()
+        wait_for(expired_and_recreated, EVENT_TTL + 30, "the current Events recreated")
+        print(
+            f"\nafter the {EVENT_TTL} s TTL ({time.monotonic() - started:.0f} s): recreated "
+            f"{sorted(current)}, gone {sorted(set(first) - current)}"
+        )
+
+    # The hook's clock past MAX_AGE_SECONDS: the Events are no longer wanted and are deleted.
+    later = datetime.now(UTC) + timedelta(seconds=MAX_AGE_SECONDS + 60)
+    with hook_at(stack, later) as hook:
+        assert wait_for(lambda: job.events() == {}, 30, "the old Events deleted")
+        before, synced = job.versions(), syncs(hook)
+        time.sleep(EVENT_TTL + 5)  # longer than a TTL: nothing comes back
+        assert (job.versions(), syncs(hook) - synced >= 3) == (before, True)
