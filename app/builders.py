@@ -171,7 +171,7 @@ def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
     """The length of the longest MX_CONFIG the job's processes read, worked out from the
     counts alone (a job of any size costs the same): what `_shared_parts` and `_kind`
     write, character for character."""
-    cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # the braces' `{` and the commas
+    cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # its `{`, and commas between types
     task = 0
     for rtype, replica in spec.mxReplicaSpecs.items():
         n, kind = replica.replicas, rtype.lowered

@@ -92,7 +92,8 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
         index=index,
         attempt=attempt,
         restarts_before=count(dig(meta, "annotations", names.ANNOTATION_RESTARTS)) or 0,
-        phase=phase if phase in _PHASES else "Pending",
+        # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
+        phase=phase if isinstance(phase, str) and phase in _PHASES else "Pending",
         in_place_restarts=sum(count(s.get("restartCount")) or 0 for s in statuses),
         exit_code=_exit_code(statuses),
         reason=str(dig(status, "reason") or ""),

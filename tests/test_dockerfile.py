@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from app import __main__ as cli
+from app import server
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -118,9 +119,8 @@ def test_deployment_runs_the_image_command() -> None:
 def test_image_command_serves_the_same_asgi_app_as_make_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # app.server.run starts uvicorn on "app.web:app" with the settings, host and port it is given.
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(cli.server, "run", lambda *a: calls.append(a))
+    monkeypatch.setattr(server.uvicorn, "run", lambda *a, **kw: calls.append((a, kw)))
     for command in (
         make_run(host="0.0.0.0", port="8080"),
         arguments("ENTRYPOINT") + arguments("CMD"),
@@ -128,8 +128,13 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
         assert command[:3] == ["python", "-m", "app"]
         cli.main(command[3:])
     image, make = calls
+    # Each start makes its own protocol class; what it carries is the deadlines.
+    protocols = [call[1].pop("http") for call in calls]
+    assert {(p.head_seconds, p.send_seconds) for p in protocols} == {
+        (protocols[0].head_seconds, protocols[0].send_seconds)
+    }
     assert image == make
-    assert image[1:] == ("0.0.0.0", 8080)
+    assert (image[0], image[1]["host"], image[1]["port"]) == (("app.web:app",), "0.0.0.0", 8080)
 
 
 def test_build_context_holds_only_what_the_image_copies() -> None:

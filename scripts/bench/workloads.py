@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 import yaml
 
+from app.envelope import CONFIG_MAP
 from app.reconcile import LAST_APPLIED, sync
 from tests import support as s
 
@@ -118,15 +119,20 @@ def _pod_defaults(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def running_job_request(size: Size) -> dict[str, Any]:
+def running_job_request(size: Size, config_map: bool = True) -> dict[str, Any]:
     """The steady-state sync of a job whose pods all run: the parent's status already says
-    Running, so the answer is the same status and the same children."""
+    Running, so the answer is the same status and the same children. Without `config_map`,
+    as under a CompositeController that declares no ConfigMaps: every pod carries its whole
+    MX_CONFIG, as before the ConfigMap."""
     parent = s.mxjob(s.train_spec(size.servers, size.workers, policy="OnFailure"))
-    answer = sync(s.request(parent), s.NOW)
+    types = [CONFIG_MAP] if config_map else []
+    answer = sync(s.request(parent, others={t: [] for t in types}), s.NOW)
     for _ in range(2):
         pods = [_as_cluster_shows(p, **_running_status()) for p in s.pods_of(answer)]
         services = [_as_cluster_shows(c) for c in s.services_of(answer)]
-        request = s.request(parent | {"status": answer["status"]}, pods, services)
+        maps = [_as_cluster_shows(c) for c in answer["children"] if c["kind"] == "ConfigMap"]
+        parent = parent | {"status": answer["status"]}
+        request = s.request(parent, pods, services, dict.fromkeys(types, maps))
         answer = sync(copy.deepcopy(request), s.NOW)
     return request
 

@@ -21,8 +21,9 @@ class Kubelet:
     namespace: str
 
     def run(self, *names: str) -> None:
-        """The named pods start: phase Running, every container running and ready."""
-        for name in names:
+        """The named pods start, or every pending pod when none is named: phase Running, every
+        container running and ready."""
+        for name in names or self._pending():
             started = _now()
             self._report(
                 name,
@@ -35,6 +36,19 @@ class Kubelet:
         reason = "Completed" if code == 0 else "Error"
         state = {"terminated": {"exitCode": code, "reason": reason, "finishedAt": _now()}}
         self._report(name, {"phase": "Succeeded" if code == 0 else "Failed"}, state)
+
+    def phases(self) -> dict[str, str]:
+        """Every pod of the namespace and its phase."""
+        return {p["metadata"]["name"]: p["status"]["phase"] for p in self._pods()}
+
+    def _pods(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.rest.get(f"/api/v1/namespaces/{self.namespace}/pods")[
+            "items"
+        ]
+        return items
+
+    def _pending(self) -> list[str]:
+        return [p["metadata"]["name"] for p in self._pods() if p["status"]["phase"] == "Pending"]
 
     def _report(self, name: str, status: dict[str, Any], state: dict[str, Any]) -> None:
         path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"

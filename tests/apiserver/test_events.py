@@ -24,7 +24,7 @@ import yaml
 from app.events import MAX_AGE_SECONDS
 
 from .cluster import ApiServer, Binaries, ClusterError, cluster
-from .metacontroller import Clock, Kubelet
+from .kubelet import Kubelet
 from .realstack import (
     Hook,
     composite_controller,
@@ -33,6 +33,7 @@ from .realstack import (
     serve_hook,
 )
 from .resources import install_crds
+from .rest import Rest
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
@@ -150,7 +151,7 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
     with hook_at(stack, None) as hook:
         job = submit(stack)
         assert wait_for(job.reasons, 30, "the Created Event") == ["MXJobCreated"]
-        kubelet = Kubelet(stack.server, job.namespace, Clock(datetime.now(UTC)))
+        kubelet = Kubelet(Rest(stack.server), job.namespace)
         kubelet.run()
         story = ["MXJobCreated", "MXJobRunning"]
         assert wait_for(lambda: job.reasons() == story, 30, "the Running Event")

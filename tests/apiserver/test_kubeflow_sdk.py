@@ -11,7 +11,6 @@ default): without `spec.runPolicy` in the stored object, `get_job`, `list_jobs` 
 import copy
 import time
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,8 @@ from kubeflow.training.utils.utils import FakeResponse
 from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
 
 from .conftest import RealStack
-from .metacontroller import Clock, Kubelet
+from .kubelet import Kubelet
+from .rest import Rest
 
 REPO = Path(__file__).resolve().parents[2]
 MXJOB = "MXJob"
@@ -57,7 +57,7 @@ def sdk(real_stack: RealStack, namespace: str) -> Iterator[TrainingClient]:
 
 @pytest.fixture
 def kubelet(real_stack: RealStack, namespace: str) -> Kubelet:
-    return Kubelet(real_stack.apiserver, namespace, Clock(datetime.now(UTC)))
+    return Kubelet(Rest(real_stack.apiserver), namespace)
 
 
 def wait_for_pods(kubelet: Kubelet, count: int) -> dict[str, str]:

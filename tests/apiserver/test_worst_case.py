@@ -51,11 +51,12 @@ WORST = [
 ]
 
 
-@pytest.fixture(scope="module")
-def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    """The real hook with its default settings: (base URL, pid)."""
+@pytest.fixture
+def hook(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A fresh real hook with its default settings, so that its peak memory is this sync's:
+    (base URL, pid)."""
     port = free_port()
-    log = tmp_path_factory.mktemp("hook") / "hook.log"
+    log = tmp_path / "hook.log"
     command = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with running(command, log) as process:
         url = f"http://127.0.0.1:{port}"
@@ -119,7 +120,7 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
     print(
         f"\n{name}/{most}: request {len(body):,} bytes (estimate {estimate:,}), "
         f"{len(observed):,} children, round trip {seconds:.2f} s, "
-        f"hook peak RSS so far {_peak_rss_mib(pid):.0f} MiB"
+        f"hook peak RSS {_peak_rss_mib(pid):.0f} MiB"
     )
 
 
