@@ -140,6 +140,13 @@ def submit(stack: Stack) -> Job:
     return Job(stack.server, namespace, manifest["metadata"]["name"])
 
 
+def described(job: Job) -> list[list[str]]:
+    """Type and reason of each Event `kubectl describe mxjob` lists, in its order."""
+    out = job.server.kubectl("describe", "mxjob", job.name, f"-n={job.namespace}").stdout
+    print(out.split("Events:")[1])
+    return [line.split()[:2] for line in out.split("Events:")[1].splitlines() if "MXJob" in line]
+
+
 def uids(job: Job) -> dict[str, str]:
     return {n: e["metadata"]["uid"] for n, e in job.events().items()}
 
@@ -155,10 +162,7 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
         story = ["MXJobCreated", "MXJobRunning"]
         assert wait_for(lambda: job.reasons() == story, 30, "the Running Event")
 
-        described = stack.server.kubectl("describe", "mxjob", job.name, f"-n={job.namespace}")
-        lines = described.stdout.split("Events:")[1].splitlines()
-        told = [line.split()[:2] for line in lines if "MXJob" in line]
-        assert told == [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"]], described.stdout
+        assert described(job) == [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"]]
 
         # At rest: the hook keeps answering with the same Events; nothing is written.
         before, synced = job.versions(), syncs(hook)
@@ -169,6 +173,12 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
         kubelet.exit(f"{job.name}-worker-0", 0)
         story = ["MXJobCreated", "MXJobRunning", "MXJobSucceeded"]
         assert wait_for(lambda: job.reasons() == story, 30, "the Succeeded Event")
+        told = [
+            ["Normal", "MXJobCreated"],
+            ["Normal", "MXJobRunning"],
+            ["Normal", "MXJobSucceeded"],
+        ]
+        assert described(job) == told
         first = uids(job)
         current = {n for n, e in job.events().items() if e["reason"] != "MXJobRunning"}
 
