@@ -1,7 +1,6 @@
 """Structured logs: one JSON object per line, with the job a line is about."""
 
 import logging
-import logging.config
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
@@ -51,7 +50,3 @@ def config(level: str = "INFO") -> dict[str, Any]:
             "uvicorn.access": quiet,
         },
     }
-
-
-def configure(level: str = "INFO") -> None:
-    logging.config.dictConfig(config(level))
