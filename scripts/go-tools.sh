@@ -46,29 +46,8 @@ quiet() {
     fi
 }
 
-with_ticker() {
-    local what=$1 start=$SECONDS next=60 pid rc=0
-    shift
-    "$@" &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        sleep 1
-        if ((SECONDS - start >= next)); then
-            log "$what: still running ($((next / 60)) min)"
-            next=$((next + 60))
-        fi
-    done
-    wait "$pid" || rc=$?
-    return "$rc"
-}
-
-go_env() {
-    export GOPATH=$CACHE_ROOT/go
-    export GOMODCACHE=$CACHE_ROOT/go/pkg/mod
-    export GOCACHE=$CACHE_ROOT/go/build-cache
-    export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -modcacherw" CGO_ENABLED=0
-    command -v go >/dev/null || die "go is not installed"
-}
+# shellcheck source=scripts/lib/build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
 # The k8s.io staging modules a tool needs, at the release kube-apiserver is built from, so the
 # compiled packages are shared with that build (patch releases keep the Go API).

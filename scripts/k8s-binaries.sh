@@ -36,30 +36,8 @@ quiet() {
     fi
 }
 
-# Print a line every minute while a long step runs, so a caller sees it is alive.
-with_ticker() {
-    local what=$1 start=$SECONDS next=60 pid rc=0
-    shift
-    "$@" &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        sleep 1
-        if ((SECONDS - start >= next)); then
-            log "$what: still running ($((next / 60)) min)"
-            next=$((next + 60))
-        fi
-    done
-    wait "$pid" || rc=$?
-    return "$rc"
-}
-
-go_env() {
-    # Every Go cache lives in the cache directory, so a cold build is reproducible and removable.
-    export GOPATH=$CACHE_ROOT/go
-    export GOMODCACHE=$CACHE_ROOT/go/pkg/mod
-    export GOCACHE=$CACHE_ROOT/go/build-cache
-    export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -modcacherw" CGO_ENABLED=0
-}
+# shellcheck source=scripts/lib/build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
 # A throwaway module that requires k8s.io/kubernetes and points each staging module at its
 # published v0.x.y release (k8s.io/kubernetes itself replaces them with ./staging paths).
@@ -90,7 +68,6 @@ write_module() {
 build_k8s() {
     local name=$1 work=$DEST/.module version_pkg ldflags
     go_env
-    command -v go >/dev/null || die "go is not installed"
     write_module "$work"
     version_pkg=k8s.io/component-base/version
     ldflags="-s -w -X $version_pkg.gitVersion=v$K8S_VERSION -X $version_pkg.gitMajor=1"

@@ -24,30 +24,8 @@ exec 3>&2 # progress and errors reach the caller even from inside a step whose o
 log() { printf 'metacontroller-binary: %s\n' "$*" >&3; }
 die() { log "ERROR: $*"; exit 1; }
 
-# Print a line every minute while a long step runs, so a caller sees it is alive.
-with_ticker() {
-    local what=$1 start=$SECONDS next=60 pid rc=0
-    shift
-    "$@" &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-        sleep 1
-        if ((SECONDS - start >= next)); then
-            log "$what: still running ($((next / 60)) min)"
-            next=$((next + 60))
-        fi
-    done
-    wait "$pid" || rc=$?
-    return "$rc"
-}
-
-go_env() {
-    # The same Go caches as scripts/k8s-binaries.sh: shared modules, one place to remove.
-    export GOPATH=$CACHE_ROOT/go
-    export GOMODCACHE=$CACHE_ROOT/go/pkg/mod
-    export GOCACHE=$CACHE_ROOT/go/build-cache
-    export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -modcacherw -mod=readonly" CGO_ENABLED=0
-}
+# shellcheck source=scripts/lib/build.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
 check_source() {
     local src=$1
@@ -69,7 +47,7 @@ source_digest() {
 build() {
     local src=$1 dest=$2 log_file
     go_env
-    command -v go >/dev/null || die "go is not installed"
+    GOFLAGS+=" -mod=readonly" # only the versions the source's go.sum pins
     mkdir -p "$dest"
     log_file=$dest/build.log
     log "building Metacontroller $METACONTROLLER_VERSION from $src with $(go version)"
