@@ -3,12 +3,10 @@
 import json
 import os
 import secrets
-import signal
 import socket
 import ssl
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,13 +18,14 @@ from typing import Any
 
 import yaml
 
+from tests import buildscript
+from tests.buildscript import stop
+
 from .pki import Pki, make_pki
 
 REPO = Path(__file__).resolve().parents[2]
 BINARIES_SCRIPT = REPO / "scripts" / "k8s-binaries.sh"
-BUILD_TIMEOUT = 40 * 60  # a cold Go build of kube-apiserver on 2 cores; later runs take a second
 START_TIMEOUT = 120
-STOP_TIMEOUT = 15
 KUBECTL_TIMEOUT = 60
 ADMIN_USER = "mxjob-test-admin"
 
@@ -100,45 +99,17 @@ class ApiServer:
 
 def obtain_binaries(progress: Callable[[str], None]) -> Binaries:
     """Run scripts/k8s-binaries.sh (a cold build takes minutes) and return the paths it prints."""
-    env = {**os.environ, "PYTHON": sys.executable}
-    lines: list[str] = []
-    with subprocess.Popen(
-        ["bash", str(BINARIES_SCRIPT)], env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-    ) as process:  # fmt: skip
-        reader = threading.Thread(target=_follow, args=(process, lines, progress), daemon=True)
-        reader.start()
-        try:
-            process.wait(timeout=BUILD_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            _stop(process)
-            lines.append(f"(stopped after {BUILD_TIMEOUT} s)\n")
-        reader.join(timeout=STOP_TIMEOUT)
-    if process.returncode != 0:
-        raise ClusterError(f"{BINARIES_SCRIPT} failed ({process.returncode}):\n" + "".join(lines))
-    return _parse_paths(lines)
-
-
-def _follow(
-    process: subprocess.Popen[str], lines: list[str], progress: Callable[[str], None]
-) -> None:
-    assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if line.startswith("k8s-binaries:"):
-            progress(line.rstrip())
-
-
-def _parse_paths(lines: list[str]) -> Binaries:
-    paths = dict(line.strip().split("=", 1) for line in lines if line[:1].isupper() and "=" in line)
     try:
-        return Binaries(
-            kube_apiserver=Path(paths["KUBE_APISERVER"]),
-            etcd=Path(paths["ETCD"]),
-            kubectl=Path(paths["KUBECTL"]),
+        paths = buildscript.run(
+            BINARIES_SCRIPT, [], progress, env={**os.environ, "PYTHON": sys.executable}
         )
+        return Binaries(
+            kube_apiserver=paths["KUBE_APISERVER"], etcd=paths["ETCD"], kubectl=paths["KUBECTL"]
+        )
+    except buildscript.BuildScriptError as error:
+        raise ClusterError(str(error)) from None
     except KeyError as missing:
-        raise ClusterError(f"{BINARIES_SCRIPT} printed no {missing}:\n" + "".join(lines)) from None
+        raise ClusterError(f"{BINARIES_SCRIPT} printed no {missing}") from None
 
 
 def free_port() -> int:
@@ -159,21 +130,7 @@ def running(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     try:
         yield process
     finally:
-        _stop(process)
-
-
-def _stop(process: subprocess.Popen[Any]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-    process.wait(timeout=STOP_TIMEOUT)
+        stop(process)
 
 
 def wait_until(

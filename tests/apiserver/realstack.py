@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -27,12 +26,12 @@ from typing import Any
 
 import yaml
 
+from tests import buildscript
+from tests.buildscript import stop
+
 from .cluster import (
-    BUILD_TIMEOUT,
-    STOP_TIMEOUT,
     ApiServer,
     ClusterError,
-    _stop,
     free_port,
     running,
     wait_until,
@@ -60,31 +59,12 @@ def metacontroller_crds() -> Path:
 
 def obtain_metacontroller(progress: Callable[[str], None]) -> Path:
     """The Metacontroller binary (a cold build takes a minute or more)."""
-    lines: list[str] = []
-    with subprocess.Popen(
-        ["bash", str(SCRIPT)], text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    ) as process:  # fmt: skip
-        assert process.stdout is not None
-
-        def follow() -> None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                lines.append(line)
-                if line.startswith("metacontroller-binary:"):
-                    progress(line.rstrip())
-
-        reader = threading.Thread(target=follow, daemon=True)
-        reader.start()
-        try:
-            process.wait(timeout=BUILD_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            _stop(process)
-        reader.join(timeout=STOP_TIMEOUT)
-    paths = [line.strip().split("=", 1)[1] for line in lines if line.startswith("METACONTROLLER=")]
-    if process.returncode != 0 or not paths:
-        raise ClusterError(f"{SCRIPT} failed ({process.returncode}):\n" + "".join(lines))
-    return Path(paths[-1])
+    try:
+        return buildscript.run(SCRIPT, [], progress)["METACONTROLLER"]
+    except buildscript.BuildScriptError as error:
+        raise ClusterError(str(error)) from None
+    except KeyError:
+        raise ClusterError(f"{SCRIPT} printed no METACONTROLLER=<path>") from None
 
 
 def _http_ok(url: str) -> bool:
@@ -123,7 +103,7 @@ class Hook:
     @contextmanager
     def down(self) -> Iterator[None]:
         """The hook is stopped inside the block and serves again, same port, when it ends."""
-        _stop(self.process)
+        stop(self.process)
         try:
             yield
         finally:
@@ -150,7 +130,7 @@ def serve_hook(workdir: Path, env: dict[str, str] | None = None) -> Iterator[Hoo
         wait_until(lambda: _http_ok(f"{hook.url}/healthz"), hook.process, log, "the hook")
         yield hook
     finally:
-        _stop(hook.process)
+        stop(hook.process)
 
 
 @dataclass(frozen=True)
