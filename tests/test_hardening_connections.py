@@ -255,8 +255,8 @@ def big_upload(server: Server, body: bytes) -> int:
 
 
 def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
-    """128 bodies of 7.8 MiB at once (1 GiB in all; those over the byte budget get 429, or
-    503 once queued past the webhook timeout), two clients not reading 44 MiB answers, 20
+    """128 bodies of 7.8 MiB at once (1 GiB in all; at least one gets its 200, those over
+    the byte budget 429, or 503 once queued past the webhook timeout), two clients not reading 44 MiB answers, 20
     idle and 10 slow-head connections, 8 clients that leave. Meanwhile small syncs and
     /healthz keep being answered, the server's peak RSS (VmHWM) stays within 512 MiB, and
     once the unread answers are cut a 7.8 MiB sync is answered again. Default settings but
@@ -295,6 +295,7 @@ def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
     print(f"\nmix: peak RSS {peak // 1024} MiB, answers {statuses}, {len(probes)} probes,")
     print(f"slowest /healthz + small sync {max(probes):.2f} s")
     assert set(statuses) <= {0, 200, 429, 503}
+    assert statuses.get(200, 0) >= 1, "no big body got its 200"
     assert [line["message"] for line in lines if line["level"] == "error"] == []
     assert peak < LIMIT_KIB, f"peak RSS {peak // 1024} MiB"
 
@@ -305,7 +306,9 @@ def test_a_request_over_the_connection_limit_gets_503() -> None:
             stack.enter_context(server.connect())
         with server.connect() as fifth:
             fifth.sendall(b"GET /healthz HTTP/1.1\r\nHost: hook\r\n\r\n")
-            assert status_of(fifth.recv(4096)) == 503
+            answer = fifth.recv(4096)
+            assert status_of(answer) == 503
+            assert b"content-type: text/plain" in answer.lower()  # uvicorn's, before the app
         stack.close()
         wait_for(
             lambda: httpx.get(f"{server.url}/healthz", timeout=2).status_code == 200,
@@ -317,5 +320,7 @@ def test_a_request_over_the_connection_limit_gets_503() -> None:
 def test_a_request_head_over_16_kib_is_refused(short_deadlines: Server) -> None:
     with short_deadlines.connect() as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: hook\r\nX-Padding: " + b"x" * 17 * 1024)
-        assert status_of(sock.recv(4096)) == 400
+        answer = sock.recv(4096)
+        assert status_of(answer) == 400
+        assert b"content-type: text/plain" in answer.lower()  # h11's, before the app
         assert closed_by_peer(sock, 5)
