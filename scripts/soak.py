@@ -1,8 +1,9 @@
 """Soak the sync hook on loopback: `make soak` (or `python -m scripts.soak`).
 
 Starts `python -m app serve` on 127.0.0.1 with a frozen clock, holds a fixed number of
-concurrent clients sending a weighted mix of sync requests (built with tests/support.py, from
-a 1-worker job to a 1000-worker one as Metacontroller would send it), checks every answer
+concurrent clients sending a weighted mix of sync requests (built with tests/support.py and
+the benchmark's workloads, from a 1-worker job to a 1/100/1000 one as Metacontroller sends it
+with the job's ConfigMap), checks every answer
 byte for byte against the core's own answer, restarts the service half-way (SIGTERM, then a
 new process on the same port: requests in flight must finish, clients retry refused
 connections as Metacontroller would), and reports errors, latency percentiles and the
@@ -31,13 +32,14 @@ from typing import IO, Any
 import httpx
 import orjson
 
-from app.reconcile import sync
+from app.envelope import CONFIG_MAP
+from app.reconcile import LAST_APPLIED, sync
+from scripts.bench.workloads import SIZES, running_job_request
 from tests import support as s
 
 ROOT = Path(__file__).parent.parent
 HOST = "127.0.0.1"  # loopback only, by design: there is no option to point this elsewhere
 MAX_SECONDS = 900
-LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 ERROR_LINE = '"level":"error"'
 
 
@@ -56,12 +58,21 @@ def _observed(child: dict[str, Any], **status: Any) -> dict[str, Any]:
     return out
 
 
+def _new(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """A new job's first sync: no children yet, the ConfigMap type declared (as shipped)."""
+    return s.request(s.mxjob(spec, name=name), others={CONFIG_MAP: []})
+
+
 def _running(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """A job of any spec once every child exists, its ConfigMap with them; the sized jobs
+    come from the benchmark's builder (`running_job_request`), with the API server's
+    metadata and defaults."""
     parent = s.mxjob(spec, name=name)
-    first = sync(s.request(parent), s.NOW)
+    first = sync(_new(spec, name), s.NOW)
     pods = [_observed(p, **s.pod_status("Running")) for p in s.pods_of(first)]
     services = [_observed(x) for x in s.services_of(first)]
-    return s.request(parent | {"status": first["status"]}, pods, services)
+    maps = [_observed(c) for c in first["children"] if c["kind"] == "ConfigMap"]
+    return s.request(parent | {"status": first["status"]}, pods, services, {CONFIG_MAP: maps})
 
 
 def _restarting() -> dict[str, Any]:
@@ -72,15 +83,18 @@ def _restarting() -> dict[str, Any]:
 
 
 def corpus() -> list[Case]:
-    """The request mix: mostly small jobs, some mid-size, a rare 1000-worker one."""
+    """The request mix as Metacontroller sends it with the shipped CompositeController (the
+    job's ConfigMap among the children): mostly small jobs, some mid-size, a rare
+    1/100/1000 one."""
+    small, typical, large = (size for size in SIZES if size.named)
     requests = {
-        "new 2s+2w": (s.request(s.mxjob(s.train_spec(), name="fresh")), 30),
+        "new 2s+2w": (_new(s.train_spec(), "fresh"), 30),
         "running 1 worker": (_running({"mxReplicaSpecs": {"Worker": s.replica()}}, "solo"), 30),
-        "running 2s+2w": (_running(s.train_spec(), "small"), 30),
+        f"running {small.label}": (running_job_request(small), 30),
         "restarting (ExitCode 137)": (_restarting(), 10),
-        "invalid spec": (s.request(s.mxjob({"mxReplicaSpecs": {}}, name="broken")), 5),
-        "running 10s+100w": (_running(s.train_spec(10, 100), "mid"), 4),
-        "running 1s+1000w": (_running(s.train_spec(1, 1000), "large"), 1),
+        "invalid spec": (_new({"mxReplicaSpecs": {}}, "broken"), 5),
+        f"running {typical.label}": (running_job_request(typical), 4),
+        f"running {large.label}": (running_job_request(large), 1),
     }
     cases = []
     for name, (request, weight) in requests.items():
@@ -306,7 +320,7 @@ def report(args: argparse.Namespace, cases: list[Case], run: dict[str, Any], log
 
 
 def _memory(series: list[tuple[float, str, float]], notes: dict[str, Any]) -> list[str]:
-    """RSS after the same warm pass (every case once, the 1000-worker one last) at the start
+    """RSS after the same warm pass (every case once, the largest last) at the start
     and at the end of each process's life, and the samples taken every 2 s under load: their
     median in each quarter of the process's life (a leak would climb) and their peak."""
     ends = [(notes["rss_base_1"], notes["rss_end_1"]), (notes["rss_base_2"], notes["rss_end_2"])]
