@@ -2,6 +2,11 @@
 # Checked without a Docker engine by tests/test_dockerfile.py (hadolint and a parse of this file).
 FROM python:3.11.10-slim-bookworm
 
+# `make image` and the release workflow add org.opencontainers.image.version (app.__version__).
+LABEL org.opencontainers.image.title="mxjob-controller" \
+      org.opencontainers.image.description="Metacontroller sync hook for Kubeflow MXJobs" \
+      org.opencontainers.image.licenses="Apache-2.0"
+
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -11,6 +16,7 @@ WORKDIR /srv/mxjob-controller
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 
+COPY LICENSE ./
 COPY app/ ./app/
 # Compiled at build time: the root file system is read-only at run time.
 RUN python -m compileall -q app \

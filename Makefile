@@ -5,12 +5,30 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8080
 SOAK_SECONDS ?= 180
+# The one version source is app/__init__.py; the image is tagged with it.
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' app/__init__.py)
+IMAGE ?= ghcr.io/mxjob-controller/mxjob-controller
+PLATFORMS ?= linux/amd64,linux/arm64
+DOCKER ?= docker
 
-.PHONY: run test lint typecheck unit demo soak
+.PHONY: run test lint typecheck unit demo soak image image-push
+
+# A .venv whose Python is gone (removed or upgraded away), older than 3.11 or without pip is
+# removed here, before make looks at any target, so the rules below build it again.
+ifneq ($(wildcard $(VENV)),)
+ifneq ($(shell $(BIN)/python -c 'import sys, pip; print(sys.version_info >= (3, 11))' 2>/dev/null),True)
+$(info make: $(VENV) is broken (no working Python 3.11 or later with pip in it); building it again)
+$(shell rm -rf $(VENV))
+endif
+endif
 
 $(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	    echo "make: mxjob-controller needs Python 3.11 or later, and $(PYTHON) is" \
+	        "$$($(PYTHON) --version 2>&1 || echo missing); run make PYTHON=python3.11 (or newer)" >&2; \
+	    exit 1; }
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --upgrade pip || { rm -rf $(VENV); exit 1; }
 
 $(VENV)/.runtime: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
@@ -27,6 +45,7 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	actionlint=$$(scripts/go-tools.sh actionlint) && $${actionlint#ACTIONLINT=} -shellcheck $(BIN)/shellcheck
 
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
@@ -36,7 +55,8 @@ unit: $(VENV)/.dev
 
 test: lint typecheck unit
 
-# A real MXNet job through the real hook, its pods as local processes (docs/e2e.md; needs root).
+# Real MXNet jobs through the real Metacontroller and hook on a loopback kube-apiserver, their
+# pods as local processes (docs/e2e.md; needs root).
 demo: $(VENV)/.dev
 	$(BIN)/python -m e2e.demo
 
@@ -44,13 +64,36 @@ demo: $(VENV)/.dev
 soak: $(VENV)/.dev
 	$(BIN)/python -m scripts.soak --duration $(SOAK_SECONDS)
 
-# The hook against an echo baseline on loopback; rewrites docs/performance.md and its plot
-# (a few minutes; BENCH_ARGS=--quick for a smoke run, --help for the rest).
+# The hook against its floor (echo + parse + serialize) on loopback, on uvicorn as shipped and
+# on uvicorn[standard]; rewrites docs/performance.md and its plots (a few minutes;
+# BENCH_ARGS=--quick for a smoke run, --help for the rest).
 BENCH_ARGS ?=
-.PHONY: bench
+STANDARD_LIB := .cache/uvicorn-standard
+.PHONY: bench bench-e2e
 $(VENV)/.bench: requirements.txt requirements-bench.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-bench.txt
 	touch $@
 
-bench: $(VENV)/.bench
+$(STANDARD_LIB)/.installed: requirements-bench-standard.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --target $(STANDARD_LIB) -r requirements-bench-standard.txt
+	touch $@
+
+bench: $(VENV)/.bench $(STANDARD_LIB)/.installed
 	$(BIN)/python -m scripts.bench $(BENCH_ARGS)
+
+# The image for this machine's platform, tagged with the version (docs/install.md shows how to
+# load it into kind or push it to your registry).
+image:
+	$(DOCKER) build --label org.opencontainers.image.version=$(VERSION) -t $(IMAGE):$(VERSION) .
+
+# Every platform in PLATFORMS, pushed to IMAGE (needs docker buildx and a registry login); the
+# release workflow (.github/workflows/ci.yaml) does this on a tag vVERSION.
+image-push:
+	$(DOCKER) buildx build --platform $(PLATFORMS) \
+	    --label org.opencontainers.image.version=$(VERSION) -t $(IMAGE):$(VERSION) --push .
+
+# The whole stack (kube-apiserver, etcd, Metacontroller v4.17.2, the hook) from `kubectl apply`
+# to Running, Metacontroller's defaults beside the shipped flags; rewrites its part of
+# docs/performance.md (about 25 minutes; BENCH_ARGS=--quick for 1/1/2 and 1/16/64 only).
+bench-e2e: $(VENV)/.dev
+	$(BIN)/python -m scripts.bench.e2e $(BENCH_ARGS)

@@ -5,49 +5,49 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import uvicorn
-
-from app import logging as logs
-from app import settings
-from app.render import RenderError, render
+from app import __version__, server, settings
+from app.render import RenderError, render_report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"mxjob-controller {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the sync hook")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
     dry_run = commands.add_parser(
-        "render", help="print the status and children the hook gives MXJobs at creation"
+        "render",
+        help="print the status and children the hook gives MXJobs at creation; "
+        "exit 1 if the hook refuses any of them, 2 if the input is not MXJobs",
     )
     dry_run.add_argument("file", help="YAML file with one or more MXJobs, or - for stdin")
     dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
+    dry_run.add_argument(
+        "--expand",
+        action="store_true",
+        help="show each container's env as its process reads it: ConfigMap references "
+        "resolved and $(VAR) expanded, as the kubelet does",
+    )
     args = parser.parse_args(argv)
     if args.command == "serve":
-        config = settings.from_env()
-        uvicorn.run(
-            "app.web:app",
-            host=args.host,
-            port=args.port,
-            log_config=logs.config(config.log_level),
-            access_log=False,
-            server_header=False,
-            ssl_certfile=config.tls_cert_file,
-            ssl_keyfile=config.tls_key_file,
-        )
+        server.run(settings.from_env(), args.host, args.port)
         return 0
-    return _render(args.file, args.namespace)
+    return _render(args.file, args.namespace, args.expand)
 
 
-def _render(path: str, namespace: str) -> int:
+def _render(path: str, namespace: str, expand: bool) -> int:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        sys.stdout.write(render(text, datetime.now(UTC), namespace))
+        rendered = render_report(text, datetime.now(UTC), namespace, expand)
     except (OSError, UnicodeDecodeError, RenderError) as err:
         print(f"render: {path}: {err}", file=sys.stderr)
         return 2
-    return 0
+    # The whole answer still goes out: the status of a refused job says what to fix.
+    sys.stdout.write(rendered.text)
+    for problem in rendered.invalid:
+        print(f"render: {path}: {problem}", file=sys.stderr)
+    return 1 if rendered.invalid else 0
 
 
 if __name__ == "__main__":

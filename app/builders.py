@@ -13,7 +13,11 @@ PORT_NAME = "mxjob-port"
 DEFAULT_PORT = 9091
 TUNER_SERVER_KEY = "tuner-server-key"
 CONTROLLER_UID = "controller-uid"
+# MX_CONFIG's shared parts, O(replicas) each: the ConfigMap's keys and the variables that
+# take them into every container, ahead of the MX_CONFIG that refers to them.
+SHARED_PARTS = (("MX_CONFIG_CLUSTER", "cluster"), ("MX_CONFIG_LABELS", "labels"))
 RESERVED_ENV = (
+    *(variable for variable, _ in SHARED_PARTS),
     "MX_CONFIG",
     "DMLC_PS_ROOT_URI",
     "DMLC_PS_ROOT_PORT",
@@ -52,18 +56,32 @@ class Job:
     name: str
     namespace: str | None
     spec: MXJobSpec
-    mx_config_head: str
+    # The cluster and labels maps as compact JSON with sorted keys, as MX_CONFIG has them.
+    shared: dict[str, str]
+    # Our variables ahead of each container's own, up to MX_CONFIG.
+    head_env: tuple[dict[str, Any], ...]
     dmlc_env: tuple[dict[str, str], ...]
     kinds: Mapping[ReplicaType, Kind]
     gang: GangScheduler | None = None
+    # True when the controller declares ConfigMap children: MX_CONFIG's shared parts then
+    # live in the job's ConfigMap, and each pod carries only its own few bytes.
+    config_map: bool = False
 
 
 def job_context(
-    name: str, namespace: str | None, spec: MXJobSpec, scheduler: GangScheduler | None = None
+    name: str,
+    namespace: str | None,
+    spec: MXJobSpec,
+    scheduler: GangScheduler | None = None,
+    config_map: bool = False,
 ) -> Job:
-    head = _mx_config_head(name, spec)
+    shared = _shared_parts(name, spec)
+    head = _mx_config_head(shared, config_map)
     kinds = {t: _kind(name, t, r, head) for t, r in spec.mxReplicaSpecs.items()}
-    return Job(name, namespace, spec, head, _dmlc_env(name, spec), kinds, scheduler)
+    head_env = _shared_env(name) if config_map else ()
+    return Job(
+        name, namespace, spec, shared, head_env, _dmlc_env(name, spec), kinds, scheduler, config_map
+    )
 
 
 def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kind:
@@ -124,18 +142,76 @@ def _main_container(template: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in containers if c.get("name") == names.MAIN_CONTAINER)
 
 
-def _mx_config_head(name: str, spec: MXJobSpec) -> str:
-    """MX_CONFIG without its per-pod `task` key; the keys sort so that `task` comes last."""
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _shared_parts(name: str, spec: MXJobSpec) -> dict[str, str]:
+    """MX_CONFIG's `cluster` and `labels` values, keyed as in the ConfigMap."""
     cluster = {
         t.lowered: [{"port": port, "url": names.child_name(name, t, i)} for i in range(r.replicas)]
         for t, r in spec.mxReplicaSpecs.items()
         for port in (main_port(r),)
     }
     labels = {t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()}
-    whole = json.dumps(
-        {"cluster": cluster, "labels": labels}, sort_keys=True, separators=(",", ":")
+    return {"cluster": _compact(cluster), "labels": _compact(labels)}
+
+
+def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
+    """MX_CONFIG up to its per-pod `task` key (keys sort so that `task` comes last): the
+    shared parts themselves, or `$(VAR)` references the kubelet replaces with them. Either
+    way the process reads the same bytes; nothing else in the text has a `$` to escape."""
+    parts = {
+        key: f"$({variable})" if by_reference else shared[key] for variable, key in SHARED_PARTS
+    }
+    return f'{{"cluster":{parts["cluster"]},"labels":{parts["labels"]},'
+
+
+def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
+    """The length of the longest MX_CONFIG the job's processes read, worked out from the
+    counts alone (a job of any size costs the same): what `_shared_parts` and `_kind`
+    write, character for character."""
+    cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # its `{`, and commas between types
+    task = 0
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        n, kind = replica.replicas, rtype.lowered
+        entry = len('{"port":,"url":"--"}') + len(str(main_port(replica))) + len(name) + len(kind)
+        cluster += len(f'"{kind}":[]') + n * entry + _digits(n) + max(n - 1, 0)
+        if n:
+            task = max(task, len(f'"task":{{"index":,"type":"{kind}"}}}}') + len(str(n - 1)))
+    labels = _compact({t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()})
+    return len('{"cluster":}') + cluster + len(',"labels":,') + len(labels) + task
+
+
+def _digits(n: int) -> int:
+    """How many digits the indices 0 to n-1 have in all."""
+    total, low = 0, 0
+    for width in range(1, len(str(n)) + 1):
+        high = 10**width
+        total += width * max(min(n, high) - low, 0)
+        low = high
+    return total
+
+
+def config_map_name(job: str) -> str:
+    return f"{job}-mx-config"
+
+
+def _shared_env(name: str) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "name": variable,
+            "valueFrom": {"configMapKeyRef": {"name": config_map_name(name), "key": key}},
+        }
+        for variable, key in SHARED_PARTS
     )
-    return whole[:-1] + ","
+
+
+def config_map(job: Job) -> dict[str, Any]:
+    """The job's ConfigMap: MX_CONFIG's parts that every pod shares, stored once."""
+    labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: job.name}
+    meta = _metadata(job, config_map_name(job.name), labels, {})
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(job.shared)}
 
 
 def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
@@ -149,9 +225,14 @@ def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
     )
 
 
-def _env(job: Job, kind: Kind, index: int) -> list[dict[str, str]]:
+def _env(job: Job, kind: Kind, index: int) -> list[dict[str, Any]]:
     before, after = kind.mx_config
-    env = [{"name": "MX_CONFIG", "value": f"{before}{index}{after}"}, *job.dmlc_env, *kind.role_env]
+    env: list[dict[str, Any]] = [
+        *job.head_env,
+        {"name": "MX_CONFIG", "value": f"{before}{index}{after}"},
+        *job.dmlc_env,
+        *kind.role_env,
+    ]
     if kind.rtype is ReplicaType.WORKER:
         env.append({"name": "DMLC_WORKER_ID", "value": str(index)})
     return env

@@ -10,7 +10,10 @@ RESTARTING = "Restarting"
 SUSPENDED = "Suspended"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
-TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED)
+# Not terminal: an edit of a job that has children broke its spec; those children are kept
+# as they are until the spec is valid again, and the condition then goes away.
+INVALID_SPEC = "InvalidSpec"
+TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED, INVALID_SPEC)
 _EXCLUSIVE = {RUNNING: RESTARTING, RESTARTING: RUNNING}
 _STATUSES = ("True", "False", "Unknown")
 _FIELDS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
@@ -42,14 +45,23 @@ def finished(conditions: list[Condition]) -> bool:
 
 
 def set_condition(
-    conditions: list[Condition], ctype: str, status: str, reason: str, message: str, now: str
+    conditions: list[Condition],
+    ctype: str,
+    status: str,
+    reason: str,
+    message: str,
+    now: str,
+    *,
+    new_message: bool = False,
 ) -> list[Condition]:
     """Return `conditions` with one condition set. A condition that keeps its status and
-    reason is left alone, timestamps included; a changed one moves to the end of its kind:
-    conditions that are not True come first, so the last condition is the newest True one
-    (what `kubectl get mxj` shows as the job's state)."""
-    old = find(conditions, ctype)
-    if old and old.get("status") == status and old.get("reason") == reason:
+    reason is left alone, timestamps included (with `new_message`, only if its message is the
+    same too); a changed one moves to the end of its kind: conditions that are not True come
+    first, so the last condition is the newest True one (what `kubectl get mxj` shows as the
+    job's state)."""
+    old = find(conditions, ctype) or {}
+    unchanged = old.get("status") == status and old.get("reason") == reason
+    if unchanged and (not new_message or old.get("message") == message):
         return conditions
     kept_transition = old and old.get("status") == status and old.get("lastTransitionTime")
     new = {
@@ -67,6 +79,10 @@ def set_condition(
     return [c for c in ordered if c.get("status") != "True"] + [
         c for c in ordered if c.get("status") == "True"
     ]
+
+
+def without(conditions: list[Condition], ctype: str) -> list[Condition]:
+    return [c for c in conditions if c.get("type") != ctype]
 
 
 def _stopped(condition: Condition, reason: str, message: str, now: str) -> Condition:

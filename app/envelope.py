@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 POD = "Pod.v1"
 SERVICE = "Service.v1"
+CONFIG_MAP = "ConfigMap.v1"
 
 
 class BadRequest(Exception):

@@ -1,8 +1,21 @@
 """Prometheus metrics of the hook: syncs by outcome and how long they took."""
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+import platform
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from app import __version__
 
 REGISTRY = CollectorRegistry()
+
+# Constant 1, labelled with what is running: join it to other series to see a rollout.
+BUILD_INFO = Gauge(
+    "mxjob_build_info",
+    "The running hook's version and Python version; always 1.",
+    ["version", "python"],
+    registry=REGISTRY,
+)
+BUILD_INFO.labels(__version__, platform.python_version()).set(1)
 
 SYNCS = Counter(
     "mxjob_sync_requests",

@@ -41,8 +41,11 @@ def dig(obj: Any, *keys: str) -> Any:
 
 
 def count(value: Any) -> int | None:
-    """A non-negative integer written as a number or a decimal string, else None."""
-    if isinstance(value, str) and value.isdigit() and len(value) < 10:
+    """A non-negative integer written as a number or a string of ASCII digits, else None.
+
+    `str.isdigit` alone is true for "²", "①" or "٣", which `int` refuses or reads as a
+    number nobody wrote: only what the hook itself writes counts, anything else is malformed."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
         return int(value)
     if type(value) is int and value >= 0:
         return value
@@ -77,6 +80,9 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
     if replica is None:
         return None
     rtype, index = replica
+    attempt = attempt_of(name, job, rtype, index)
+    if attempt is None:
+        return None
     status = dig(pod, "status")
     phase = dig(status, "phase")
     statuses = _container_statuses(status)
@@ -84,13 +90,31 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
         name=name,
         rtype=rtype,
         index=index,
-        attempt=count(labels.get(names.LABEL_ATTEMPT, "0")) or 0,
+        attempt=attempt,
         restarts_before=count(dig(meta, "annotations", names.ANNOTATION_RESTARTS)) or 0,
-        phase=phase if phase in _PHASES else "Pending",
+        # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
+        phase=phase if isinstance(phase, str) and phase in _PHASES else "Pending",
         in_place_restarts=sum(count(s.get("restartCount")) or 0 for s in statuses),
         exit_code=_exit_code(statuses),
         reason=str(dig(status, "reason") or ""),
     )
+
+
+def attempt_of(name: str, job: str, rtype: ReplicaType, index: int) -> int | None:
+    """The attempt a pod's name says it is, if it is one of this replica index's pod names.
+
+    The name cannot change once the pod exists; the attempt label can (`kubectl label
+    --overwrite`), so it is written for people and selectors but never read back: a label
+    edited on a running pod must not make the hook ask for another attempt and drop this one.
+    A pod whose name is none of the replica's is not one of its attempts."""
+    base = names.child_name(job, rtype, index)
+    if name == base:
+        return 0
+    suffix = name[len(base) + 2 :] if name.startswith(f"{base}-r") else ""
+    attempt = count(suffix)
+    if attempt and names.pod_name(job, rtype, index, attempt) == name:
+        return attempt
+    return None
 
 
 def _container_statuses(status: Any) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from app import builders, conditions, envelope, events, gang
 from app.defaults import SpecError
 from app.pods import Attempt, observe
 from app.replicas import Replica, recorded_attempts, replicas_of
-from app.spec import CleanPodPolicy, MXJobSpec
+from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.status import (
     REASON_INVALID,
     REASONS_STOPPED,
@@ -29,13 +29,20 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     request = envelope.parse(body)
     parent = request.parent
     name = parent.metadata.name
-    previous = parent.status or {}
+    has_children = _has_children(request)
+    previous = _without_edit_failure(parent.status or {}, has_children)
     try:
         spec = parse(name, parent.spec)
     except SpecError as err:
-        return _invalid(request, previous, err, now)
+        return _invalid(request, previous, err, has_children, now)
+    # Valid again: reconciliation carries on from the status the job had before the edit.
+    previous = _without(previous, conditions.INVALID_SPEC)
     job = builders.job_context(
-        name, parent.metadata.namespace, spec, gang.declared(request.children)
+        name,
+        parent.metadata.namespace,
+        spec,
+        gang.declared(request.children),
+        config_map=envelope.CONFIG_MAP in request.children,
     )
     pods = request.observed(envelope.POD)
     attempts = observe(pods, name)
@@ -43,13 +50,25 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
     replicas = replicas_of(spec, attempts, recorded)
     outcome = decide(name, spec, replicas, previous, now)
     children, resync = _children(job, replicas, attempts, outcome, previous, now)
-    if job.gang and children:
-        children.insert(0, gang.pod_group(job.gang, name, job.namespace, spec))
+    children[:0] = _job_children(job) if children else []
     status = _status(outcome.conditions, _counts(spec, replicas, previous), outcome.start_time)
     if events.declared(request.children):
         observed = request.observed(events.CHILD_TYPE)
         children += events.story(parent.metadata, outcome.conditions, observed, now)
     return {"status": status, "children": children, "resyncAfterSeconds": resync}
+
+
+def _job_children(job: builders.Job) -> list[dict[str, Any]]:
+    """One of each per job, while it has pods, ahead of them in the answer: the PodGroup
+    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from.
+    (Metacontroller applies child types in its own order, by group, version and kind,
+    which also puts the core ConfigMap before the Pods; see docs/behaviour.md.)"""
+    out = []
+    if job.gang:
+        out.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    if job.config_map:
+        out.append(builders.config_map(job))
+    return out
 
 
 def _status(
@@ -166,32 +185,80 @@ def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime)
     return seconds_until(completed, ttl, now)
 
 
+def _has_children(request: envelope.SyncRequest) -> bool:
+    return any(request.observed(kind) for kind in request.children)
+
+
+def _without_edit_failure(previous: dict[str, Any], has_children: bool) -> dict[str, Any]:
+    """Earlier versions failed a job for good when an edit broke its spec (Failed with
+    MXJobInvalidSpec). For a job that still has children that is not terminal: drop it, and
+    the job goes on as an edited one. A job invalid from its creation has no children."""
+    failed = conditions.find(conditions.parse(previous.get("conditions")), conditions.FAILED)
+    if has_children and failed and failed.get("reason") == REASON_INVALID:
+        return _without(previous, conditions.FAILED)
+    return previous
+
+
+def _without(previous: dict[str, Any], ctype: str) -> dict[str, Any]:
+    conds = conditions.without(conditions.parse(previous.get("conditions")), ctype)
+    return previous | {"conditions": conds}
+
+
 def _invalid(
-    request: envelope.SyncRequest, previous: dict[str, Any], err: SpecError, now: datetime
+    request: envelope.SyncRequest,
+    previous: dict[str, Any],
+    err: SpecError,
+    has_children: bool,
+    now: datetime,
 ) -> dict[str, Any]:
-    """An invalid spec: say so in the status and leave every child exactly as it is."""
+    """An invalid spec: say so in the status and leave every child exactly as it is.
+
+    A job the hook never accepted fails for good. A job that has children, or was accepted
+    before (suspended, say), was broken by an edit: the InvalidSpec condition says what is
+    wrong, and the next sync with a valid spec carries on from the status the job had."""
     name = request.parent.metadata.name
     conds = conditions.parse(previous.get("conditions"))
-    if not conditions.finished(conds):
-        message = f"MXJob {name} has an invalid spec: {err}."
+    message = f"MXJob {name} has an invalid spec: {err}."
+    counts: dict[str, dict[str, int]] = {}
+    if has_children or conditions.is_true(conds, conditions.CREATED):
+        message += " Its pods and Services are kept as they are until the spec is valid again."
+        conds = conditions.set_condition(
+            conds, conditions.INVALID_SPEC, "True", REASON_INVALID, message, stamp(now),
+            new_message=True,
+        )  # fmt: skip
+        counts = _recorded_statuses(previous.get("replicaStatuses"))
+    elif not conditions.finished(conds):
         conds = conditions.set_condition(
             conds, conditions.FAILED, "True", REASON_INVALID, message, stamp(now)
         )
-    status = _status(conds, {}, previous.get("startTime"))
+    status = _status(conds, counts, previous.get("startTime"))
     children = [
         _as_observed(child) for kind in sorted(request.children) for child in request.observed(kind)
     ]
     return {"status": status, "children": children, "resyncAfterSeconds": 0}
 
 
+def _recorded_statuses(recorded: Any) -> dict[str, dict[str, int]]:
+    """The replica counts a previous status recorded, well-formed, for replica types only."""
+    if not isinstance(recorded, dict):
+        return {}
+    empty = {"active": 0, "succeeded": 0, "failed": 0}
+    return {
+        t.value: _recorded_counts(recorded[t.value], empty)
+        for t in ReplicaType
+        if t.value in recorded
+    }
+
+
 def _as_observed(child: dict[str, Any]) -> dict[str, Any]:
-    """An observed child as its own desired state: identity, labels and spec, nothing
-    the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping)."""
+    """An observed child as its own desired state: identity, labels and spec (a ConfigMap's
+    data: the pods still read it), nothing the cluster wrote (status, uid,
+    resourceVersion, Metacontroller's bookkeeping)."""
     meta = child.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
     if isinstance(kept.get("annotations"), dict):
         kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
-    out = {k: child[k] for k in ("apiVersion", "kind", "spec") if k in child}
+    out = {k: child[k] for k in ("apiVersion", "kind", "spec", "data", "binaryData") if k in child}
     return out | {"metadata": kept}

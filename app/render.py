@@ -1,30 +1,63 @@
 """Dry run: what the hook would answer for MXJob manifests at their creation, as YAML."""
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import yaml
 
-from app import envelope
+from app import envelope, kubeenv
 from app.reconcile import sync
+from app.status import REASON_INVALID
+
+# What the CompositeController in metacontroller/ declares.
+CHILD_TYPES = (envelope.CONFIG_MAP, envelope.POD, envelope.SERVICE)
 
 
 class RenderError(Exception):
     """The input is not a set of MXJob manifests."""
 
 
-def render(text: str, now: datetime, namespace: str = "default") -> str:
-    """Each MXJob in `text` with the status the hook gives it, then its children."""
+@dataclass(frozen=True)
+class Rendered:
+    """The YAML, and one line per job the hook refuses: its document, the condition's message."""
+
+    text: str
+    invalid: list[str]
+
+
+def render(text: str, now: datetime, namespace: str = "default", expand: bool = False) -> str:
+    """Each MXJob in `text` with the status the hook gives it, then its children. With
+    `expand`, each pod's containers show the environment their processes would start with
+    (ConfigMap references resolved, `$(VAR)` expanded, as the kubelet does)."""
+    return render_report(text, now, namespace, expand).text
+
+
+def render_report(
+    text: str, now: datetime, namespace: str = "default", expand: bool = False
+) -> Rendered:
+    """As `render`, also naming each job whose spec the hook refuses (so a CLI can fail)."""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
         raise RenderError(f"not YAML: {err}") from None
+    # `kubectl get mxjobs -o yaml` wraps the jobs in a List: check a cluster's jobs in one go.
+    documents = [item for d in documents for item in (d.get("items") or [] if _is_list(d) else [d])]
     if not documents:
         raise RenderError("no MXJob in the input")
     out: list[Any] = []
+    invalid: list[str] = []
     for n, document in enumerate(documents):
-        out += _render_one(n, document, now, namespace)
-    return yaml.safe_dump_all(out, sort_keys=False)
+        job, *children = _render_one(n, document, now, namespace)
+        out += _expanded([job, *children]) if expand else [job, *children]
+        for condition in job["status"].get("conditions", []):
+            if condition.get("reason") == REASON_INVALID and condition.get("status") == "True":
+                invalid.append(f"document {n + 1}: {condition.get('message')}")
+    return Rendered(yaml.safe_dump_all(out, sort_keys=False), invalid)
+
+
+def _is_list(document: Any) -> bool:
+    return isinstance(document, dict) and document.get("kind") in {"List", "MXJobList"}
 
 
 def _render_one(n: int, job: Any, now: datetime, namespace: str) -> list[Any]:
@@ -33,9 +66,31 @@ def _render_one(n: int, job: Any, now: datetime, namespace: str) -> list[Any]:
     meta = job.get("metadata")
     if isinstance(meta, dict) and not meta.get("namespace"):
         job = job | {"metadata": meta | {"namespace": namespace}}
-    request = {"parent": job, "children": {envelope.POD: {}, envelope.SERVICE: {}}}
+    request = {"parent": job, "children": {kind: {} for kind in CHILD_TYPES}}
     try:
         answer = sync(request, now)
     except envelope.BadRequest as err:
         raise RenderError(f"document {n + 1}: {err}") from None
     return [job | {"status": answer["status"]}, *answer["children"]]
+
+
+def _expanded(documents: list[Any]) -> list[Any]:
+    config_maps = {d["metadata"]["name"]: d for d in documents if d.get("kind") == "ConfigMap"}
+    return [_expand_pod(d, config_maps) if d.get("kind") == "Pod" else d for d in documents]
+
+
+def _expand_pod(pod: dict[str, Any], config_maps: dict[str, Any]) -> dict[str, Any]:
+    spec = dict(pod["spec"])
+    for field in ("initContainers", "containers"):
+        if field in spec:
+            spec[field] = [_expand_container(c, config_maps) for c in spec[field]]
+    return pod | {"spec": spec}
+
+
+def _expand_container(container: dict[str, Any], config_maps: dict[str, Any]) -> dict[str, Any]:
+    try:
+        env = kubeenv.resolve(container, config_maps)
+    except kubeenv.EnvError as err:
+        raise RenderError(f"container {container.get('name')}: {err}") from None
+    out = {k: v for k, v in container.items() if k != "envFrom"}
+    return out | {"env": [{"name": k, "value": v} for k, v in env.items()]}

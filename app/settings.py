@@ -15,11 +15,12 @@ class Settings(BaseModel):
     # Answer as if it were this moment (RFC 3339). For tests and for reproducing a golden
     # answer with curl; never set it in a cluster, where deadlines and TTLs need the clock.
     frozen_clock: datetime | None = None
-    # Largest request body accepted; larger ones get 413 before they are read. A sync request
-    # carries every observed pod, and each pod's MX_CONFIG lists the whole cluster, so the
-    # size grows with the square of the job: 1000 workers measured 101 MiB, the 1200
-    # replicas that validation allows 140 MiB (docs/reliability.md).
-    max_body_bytes: int = Field(default=192 * MiB, gt=0)
+    # Largest request body accepted; larger ones get 413 before they are read. Validation
+    # admits only jobs whose sync request, once every child exists, is estimated at no more
+    # than 48 MiB (app/validation.py, the size rule); the largest admitted measured 21.6-45.8
+    # MiB through a real API server (docs/reliability.md). The rest is headroom for what
+    # others add to children.
+    max_body_bytes: int = Field(default=64 * MiB, gt=0)
     # A sync that takes longer than this is logged as a warning (Metacontroller gives up at
     # its webhook timeout, 10 s by default).
     slow_sync_seconds: float = Field(default=2.0, gt=0)
@@ -33,6 +34,29 @@ class Settings(BaseModel):
     tls_key_file: Path | None = None
     # Python log level name for the JSON logs.
     log_level: str = "INFO"
+    # Metacontroller's webhook timeout (the CompositeController's `timeout`, 10 s by default):
+    # work still queued after this long is dropped, since nobody waits for its answer, and
+    # the read and send deadlines below default to fractions of it.
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    # A connection must deliver a whole request head this soon after it opens or after its
+    # previous answer, or it is closed: idle and slow-header connections hold no slot.
+    header_timeout_seconds: float = Field(default=5.0, gt=0)
+    # A body must keep arriving (no gap longer than the first) and be complete within the
+    # second, counted from its request head; else 408 and its slot is released. Unset: a
+    # fifth and four fifths of the webhook timeout.
+    read_chunk_timeout_seconds: float | None = Field(default=None, gt=0)
+    read_timeout_seconds: float | None = Field(default=None, gt=0)
+    # An answer must be taken by the client within this long of its first byte, or the
+    # connection is cut and the answer's memory freed. Unset: the webhook timeout.
+    send_timeout_seconds: float | None = Field(default=None, gt=0)
+    # Bytes of request bodies and answers held at once; a request that does not fit gets
+    # 429 (or waits, if large, until its deadline, then 503). Unset: MXJOB_MAX_BODY_BYTES,
+    # so that one request of the largest size always fits (docs/reliability.md).
+    bytes_in_flight: int | None = Field(default=None, gt=0)
+    # Open connections; a request on a connection over the limit gets 503 (uvicorn's
+    # limit_concurrency). Each costs at most ~80 KiB of buffers (16 KiB of head, 64 KiB of
+    # body before reading pauses).
+    max_connections: int = Field(default=256, gt=0)
 
     @field_validator("frozen_clock")
     @classmethod
@@ -61,7 +85,25 @@ class Settings(BaseModel):
             raise ValueError("set MXJOB_AUTH_TOKEN or MXJOB_AUTH_TOKEN_FILE, not both")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("MXJOB_TLS_CERT_FILE and MXJOB_TLS_KEY_FILE go together")
+        if self.bytes_in_flight is not None and self.bytes_in_flight < self.max_body_bytes:
+            raise ValueError("MXJOB_BYTES_IN_FLIGHT must be at least MXJOB_MAX_BODY_BYTES")
         return self
+
+    @property
+    def read_chunk_seconds(self) -> float:
+        return self.read_chunk_timeout_seconds or self.webhook_timeout_seconds / 5
+
+    @property
+    def read_seconds(self) -> float:
+        return self.read_timeout_seconds or self.webhook_timeout_seconds * 4 / 5
+
+    @property
+    def send_seconds(self) -> float:
+        return self.send_timeout_seconds or self.webhook_timeout_seconds
+
+    @property
+    def budget_bytes(self) -> int:
+        return self.bytes_in_flight or self.max_body_bytes
 
     @property
     def auth_enabled(self) -> bool:

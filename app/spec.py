@@ -56,7 +56,8 @@ class ReplicaSpec(_Model):
 
 
 class SchedulingPolicy(_Model):
-    minAvailable: StrictInt | None = Field(default=None, ge=0)
+    # scheduler-plugins refuses a PodGroup with minMember 0.
+    minAvailable: StrictInt | None = Field(default=None, ge=1)
     queue: StrictStr | None = None
     minResources: dict[str, StrictStr | StrictInt | float] | None = None
     priorityClass: StrictStr | None = None

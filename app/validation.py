@@ -1,19 +1,50 @@
 """Check an MXJob against contract section 2 and return its typed spec."""
 
+import json
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
+from app.builders import mx_config_bytes
 from app.defaults import SpecError, normalise
 from app.names import MAIN_CONTAINER, MAX_NAME, child_name
 from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 
 _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-# Every pod's MX_CONFIG lists the whole cluster, so a job's children and the sync request
-# that carries them grow with the square of its size: 1000 workers make a ~100 MiB request.
-# Past this the hook would exhaust its memory instead of answering (docs/reliability.md).
-MAX_REPLICAS = 1200
+_DNS_1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# Kubernetes' syntax for label and annotation keys (a qualified name) and label values.
+_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+# What the kubelet accepts as an environment variable name since Kubernetes 1.32 (relaxed
+# validation, on by default): printable ASCII except '='.
+_ENV_NAME = re.compile(r"[ -<>-~]+")
+MAX_SUBDOMAIN = 253
+MAX_LABEL = 63
+_QUALIFIED = (
+    "a qualified name: an optional DNS subdomain prefix and '/', then at most 63 letters, "
+    "digits, '-', '_' or '.', starting and ending with a letter or digit"
+)
+MiB = 1024 * 1024
+# The size rule (docs/reliability.md), in two parts, both linear in the job's size now that
+# MX_CONFIG's shared parts live in one ConfigMap:
+# 1. Linux refuses to start a process with an environment string over 128 KiB
+#    (MAX_ARG_STRLEN, counting `NAME=` and the final NUL), so a longer MX_CONFIG could
+#    never start a container. It grows with replicas x (name length + ~30).
+MAX_MX_CONFIG = 128 * 1024 - len("MX_CONFIG=") - 1
+# No job of more than 4,001 replicas has an MX_CONFIG that fits, whatever its name and
+# ports (4,002 replicas of a job named `a` on port 1 need 131,070 bytes): a round cap just
+# under that is the cheap first check, and the CRD's.
+MAX_REPLICAS = 4000
+# 2. The sync request once every child exists must stay well inside MXJOB_MAX_BODY_BYTES
+#    (64 MiB). Per replica, its pod and Service as Metacontroller sends them (server defaults,
+#    managedFields, a running status, the last-applied copy): measured on a real API server
+#    (tests/apiserver/test_worst_case.py) at 10,613 bytes for one container and a one-letter
+#    job name, 2,860 more per further container, 24 per letter of the job's name, and the
+#    template twice (2.03x its JSON). These round each up.
+MAX_SYNC_BYTES = 48 * MiB
+SYNC_BYTES_PER_REPLICA = 11_000
+SYNC_BYTES_PER_CONTAINER = 3_200
+SYNC_BYTES_PER_NAME_CHARACTER = 26
 
 
 def parse(job_name: str, raw_spec: Any) -> MXJobSpec:
@@ -22,12 +53,54 @@ def parse(job_name: str, raw_spec: Any) -> MXJobSpec:
         spec = MXJobSpec.model_validate(normalise(raw_spec))
     except ValidationError as err:
         raise SpecError([_describe(e) for e in err.errors()]) from None
-    problems = _name_problems(job_name, spec) + _shape_problems(spec)
+    problems = _name_problems(job_name, spec) + _shape_problems(spec) + _scheduling_problems(spec)
     for rtype, replica in spec.mxReplicaSpecs.items():
         problems += _template_problems(rtype, replica)
     if problems:
         raise SpecError(problems)
+    problems = size_problems(job_name, spec)
+    if problems:
+        raise SpecError(problems)
     return spec
+
+
+def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
+    """The size rule: every process can start with its MX_CONFIG, and every sync of the job
+    fits the hook's body limit with room to spare, once all of its children exist."""
+    mx_config = mx_config_bytes(job_name, spec)
+    if mx_config > MAX_MX_CONFIG:
+        return [
+            f"spec.mxReplicaSpecs: the size rule: MX_CONFIG would be {mx_config:,} bytes, and "
+            f"a process's environment variable holds at most {MAX_MX_CONFIG:,}; use fewer "
+            "replicas or a shorter job name"
+        ]
+    request = sync_request_bytes(job_name, spec)
+    if request > MAX_SYNC_BYTES:
+        return [
+            f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
+            f"this job would carry about {request // MiB} MiB, more than "
+            f"{MAX_SYNC_BYTES // MiB} MiB; use fewer replicas or smaller pod templates"
+        ]
+    return []
+
+
+def sync_request_bytes(job_name: str, spec: MXJobSpec) -> int:
+    """An upper estimate of a sync request's bytes once every child exists (see above)."""
+    total = 2 * mx_config_bytes(job_name, spec)  # the ConfigMap and its last-applied copy
+    for replica in spec.mxReplicaSpecs.values():
+        pod_spec = replica.template.get("spec") or {}
+        containers = len(pod_spec.get("containers") or []) + len(
+            pod_spec.get("initContainers") or []
+        )
+        template = len(json.dumps(replica.template, separators=(",", ":")))
+        per_replica = (
+            SYNC_BYTES_PER_REPLICA
+            + SYNC_BYTES_PER_CONTAINER * max(containers - 1, 0)
+            + SYNC_BYTES_PER_NAME_CHARACTER * len(job_name)
+            + 21 * template // 10
+        )
+        total += replica.replicas * per_replica
+    return total
 
 
 def _describe(error: Any) -> str:
@@ -68,6 +141,32 @@ def _shape_problems(spec: MXJobSpec) -> list[str]:
     return _tune_problems(spec)
 
 
+def _scheduling_problems(spec: MXJobSpec) -> list[str]:
+    policy = spec.runPolicy.schedulingPolicy
+    queue = policy.queue if policy else None
+    if queue is None or _subdomain(queue):
+        return []
+    return [
+        f"spec.runPolicy.schedulingPolicy.queue: {queue!r} must name a Volcano Queue, so be a "
+        f"DNS-1123 subdomain (at most {MAX_SUBDOMAIN} lower-case letters, digits, '-' and '.')"
+    ]
+
+
+def _subdomain(value: str) -> bool:
+    return len(value) <= MAX_SUBDOMAIN and _DNS_1123_SUBDOMAIN.fullmatch(value) is not None
+
+
+def _qualified_name(key: str) -> bool:
+    prefix, slash, name = key.rpartition("/")
+    if slash and not _subdomain(prefix):
+        return False
+    return len(name) <= MAX_LABEL and _NAME.fullmatch(name) is not None
+
+
+def _label_value(value: str) -> bool:
+    return value == "" or (len(value) <= MAX_LABEL and _NAME.fullmatch(value) is not None)
+
+
 def _train_problems(spec: MXJobSpec) -> list[str]:
     problems = []
     schedulers = spec.replicas(ReplicaType.SCHEDULER)
@@ -101,10 +200,27 @@ def _metadata_problems(field: str, metadata: Any) -> list[str]:
         return []
     if not isinstance(metadata, dict):
         return [f"{field}.metadata: must be an object"]
-    return [
+    problems = [
         f"{field}.metadata.{key}: must map strings to strings"
         for key in ("labels", "annotations")
         if not _string_map(metadata.get(key, {}))
+    ]
+    return problems or _key_problems(f"{field}.metadata", metadata)
+
+
+def _key_problems(field: str, metadata: dict[str, Any]) -> list[str]:
+    """Keys and values Kubernetes would refuse on the pod: say so now, not at pod creation."""
+    problems = [
+        f"{field}.{kind}: key {key!r} must be {_QUALIFIED}"
+        for kind in ("labels", "annotations")
+        for key in metadata.get(kind, {})
+        if not _qualified_name(key)
+    ]
+    return problems + [
+        f"{field}.labels.{key}: value {value!r} must be empty or at most {MAX_LABEL} letters, "
+        "digits, '-', '_' or '.', starting and ending with a letter or digit"
+        for key, value in metadata.get("labels", {}).items()
+        if not _label_value(value)
     ]
 
 
@@ -132,11 +248,22 @@ def _container_problems(field: str, container: Any) -> list[str]:
     if not isinstance(container.get("image"), str) or not container["image"]:
         problems.append(f"{field}.image: must be a non-empty string")
     env = container.get("env", [])
-    if not isinstance(env, list) or not all(
-        isinstance(e, dict) and isinstance(e.get("name"), str) for e in env
-    ):
-        problems.append(f"{field}.env: must be a list of objects with a name")
-    return problems
+    if not isinstance(env, list):
+        return [*problems, f"{field}.env: must be a list of objects with a name"]
+    return problems + [
+        f"{field}.env[{n}].name: {_env_name_problem(entry)}"
+        for n, entry in enumerate(env)
+        if _env_name_problem(entry)
+    ]
+
+
+def _env_name_problem(entry: Any) -> str:
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if not isinstance(name, str):
+        return "required: every env entry needs a name"
+    if not _ENV_NAME.fullmatch(name):
+        return f"{name!r} must be printable ASCII without '=', at least one character"
+    return ""
 
 
 def _port_problems(field: str, containers: list[Any]) -> list[str]:

@@ -1,9 +1,11 @@
-"""The thin HTTP layer: check the caller, read the body, read the clock, call the core,
-serialize, and log and count every answer."""
+"""The thin HTTP layer: check the caller, admit the request (its bytes, its deadlines), read
+the body, read the clock, call the core, serialize, and log and count every answer."""
 
 import contextlib
 import logging
 import time
+import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -13,9 +15,12 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
 
-from app import metrics, settings
+from app import __version__, metrics, settings
 from app.auth import BearerToken
+from app.budget import ByteBudget
 from app.envelope import BadRequest, SyncRequest
 from app.logging import JOB, LOGGER
 from app.reconcile import sync
@@ -29,6 +34,10 @@ LARGE_BODY = 8 * 1024 * 1024
 # under load (it took a third of the small job's throughput).
 INLINE_BODY = 64 * 1024
 INLINE_REPLICAS = 16
+# An answer is handed to the connection in pieces of this size: the server's flow control
+# makes each wait until the client took the previous one, so that the answer's bytes stay
+# in the budget until the client has them (or the send deadline cut the connection).
+PIECE = 1024 * 1024
 
 _DETAIL = {
     "content": {
@@ -63,9 +72,12 @@ _SYNC_RESPONSES: dict[int | str, dict[str, Any]] = {
         "content": {"application/json": {"schema": _ANSWER}},
     },
     401: {"description": "Missing or wrong bearer token (only when auth is on)"} | _DETAIL,
+    408: {"description": "The body did not arrive within the read deadlines"} | _DETAIL,
     413: {"description": "Body larger than MXJOB_MAX_BODY_BYTES"} | _DETAIL,
     422: {"description": "Not a sync request"} | _DETAIL,
+    429: {"description": "Too many bytes in flight; retry after Retry-After"} | _DETAIL,
     500: {"description": "A bug in the hook (logged)"} | _DETAIL,
+    503: {"description": "Queued longer than the webhook timeout; retry"} | _DETAIL,
 }
 _TEXT: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/plain": {"schema": {"type": "string"}}}}
@@ -76,19 +88,33 @@ Job = tuple[str | None, str | None]
 
 
 class Refused(Exception):
-    """A request answered with a 4xx: not authorised, too large, or not a sync request."""
+    """A request answered with a 4xx or 503: not authorised, too large, too slow, too many
+    bytes in flight, queued too long, or not a sync request."""
 
-    def __init__(self, status: int, outcome: str, detail: str, job: Job = (None, None)) -> None:
+    def __init__(
+        self,
+        status: int,
+        outcome: str,
+        detail: str,
+        job: Job = (None, None),
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(detail)
         self.status, self.outcome, self.detail, self.job = status, outcome, detail, job
+        self.retry_after = retry_after
 
 
 class Crashed(Exception):
-    """The core raised: a bug, answered with 500 and logged with the job it was about."""
+    """The core raised: a bug, answered with 500 and logged with the job and the traceback
+    (as text: the exception itself, with the frames that hold the request, is not kept)."""
 
-    def __init__(self, job: Job) -> None:
+    def __init__(self, job: Job, trace: str) -> None:
         super().__init__(f"sync of {job} crashed")
-        self.job = job
+        self.job, self.trace = job, trace
+
+
+class ClientGone(Exception):
+    """The client closed its connection before its answer was computed."""
 
 
 @dataclass(frozen=True)
@@ -100,55 +126,100 @@ class Answer:
     body_bytes: int
 
 
+# What a sync in the worker thread gives back. Errors are returned, never raised across the
+# thread: a raised exception's traceback holds the frames, and so the request body and the
+# parsed request, in a reference cycle that only a late collection frees (hundreds of MiB
+# for a large request answered 422 or 500, a few times in a row).
+Outcome = Answer | Refused | Crashed
+
+
 def create_app(config: settings.Settings) -> FastAPI:
     """The ASGI app for these settings (one per process; tests make their own)."""
+    token = BearerToken(config)
+    # With a token, the OpenAPI document needs it too, and the browser pages, which cannot
+    # send it, are off.
     app = FastAPI(
         title="mxjob-controller",
         summary="Metacontroller sync hook for Kubeflow MXJobs (kubeflow.org/v1).",
-        version="0.1.0",
+        version=__version__,
+        openapi_url=None if token.enabled else "/openapi.json",
+        docs_url=None if token.enabled else "/docs",
+        redoc_url=None if token.enabled else "/redoc",
     )
-    token = BearerToken(config)
     # Syncs are CPU-bound and hold the GIL: all but the smallest (INLINE_BODY) run one at a
     # time off the event loop, so that probes still answer during a big one. A large request
     # also holds a slot of its own from its first byte to its answer, so that however many
-    # Metacontroller sends at once, memory holds one of them (docs/reliability.md).
+    # Metacontroller sends at once, memory holds one of them; and every body over INLINE_BODY
+    # and every answer over it count against the byte budget (docs/reliability.md).
     one_at_a_time, one_large = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
+    budget = ByteBudget(config.budget_bytes)
 
-    async def answer(request: Request) -> Answer:
+    async def admit(request: Request, deadline: float, stack: contextlib.AsyncExitStack) -> None:
+        """Check the caller and reserve the body's bytes, or refuse before reading it."""
         if not token.allows(request.headers.get("authorization")):
             raise Refused(401, "unauthorized", "missing or wrong bearer token")
         declared = _declared_length(request, config.max_body_bytes)
-        large = declared is None or declared > LARGE_BODY
-        async with one_large if large else contextlib.nullcontext():
-            body = await _read_body(request, config.max_body_bytes)
+        if declared is not None and declared <= INLINE_BODY:
+            return
+        if declared is None or declared > LARGE_BODY:
+            await _before(deadline, one_large.acquire)
+            stack.callback(one_large.release)
+            size = config.max_body_bytes if declared is None else declared
+            await _before(deadline, lambda: budget.take(size))
+        elif budget.try_take(size := declared):
+            pass
+        else:
+            raise Refused(429, "busy", "too many bytes in flight; retry", retry_after=1)
+        stack.callback(budget.release, size)
+
+    async def compute(request: Request, deadline: float, work: Callable[[], Outcome]) -> Outcome:
+        """Run `work` in the worker thread, one at a time, unless its client is gone or it
+        waited past the webhook timeout, and not while the budget is overdrawn."""
+        await _before(deadline, one_at_a_time.acquire)
+        try:
+            if await request.is_disconnected():
+                raise ClientGone
+            await _before(deadline, budget.until_room)
+            return await anyio.to_thread.run_sync(work)
+        finally:
+            one_at_a_time.release()
+
+    async def answer(request: Request) -> Outcome:
+        arrived = time.monotonic()
+        deadline = arrived + config.webhook_timeout_seconds
+        async with contextlib.AsyncExitStack() as stack:
+            await admit(request, deadline, stack)
+            body = await _read_body(request, config, arrived + config.read_seconds)
             now = config.frozen_clock or datetime.now(UTC)
             if len(body) > INLINE_BODY:
-                return await anyio.to_thread.run_sync(
-                    _parse_and_answer, body, now, limiter=one_at_a_time
-                )
+                return await compute(request, deadline, lambda: _parse_and_answer(body, now))
             parsed = _parse(body)
             if _few_replicas(parsed):
                 return _answer(parsed, now, len(body))
-            return await anyio.to_thread.run_sync(
-                _answer, parsed, now, len(body), limiter=one_at_a_time
-            )
+            return await compute(request, deadline, lambda: _answer(parsed, now, len(body)))
 
     @app.post("/sync", openapi_extra=_SYNC_DOC, responses=_SYNC_RESPONSES, response_model=None)
     async def sync_hook(request: Request) -> Response:
         started = time.perf_counter()
         try:
             done = await answer(request)
+            if not isinstance(done, Answer):
+                raise done
         except Refused as err:
             JOB.set(err.job)
             return _refused(err, time.perf_counter() - started)
         except Crashed as err:
             JOB.set(err.job)
-            return _crashed(time.perf_counter() - started)
+            return _crashed(err, time.perf_counter() - started)
+        except (ClientDisconnect, ClientGone):
+            return _gone(time.perf_counter() - started)
         JOB.set(done.job)
         seconds = time.perf_counter() - started
         _log_answer(done, seconds, config.slow_sync_seconds)
         metrics.observe(done.outcome, seconds)
-        return Response(done.body, media_type="application/json")
+        size = len(done.body) if len(done.body) > INLINE_BODY else 0
+        budget.force(size)
+        return _Pieces(done.body, lambda: budget.release(size))
 
     documented = app.openapi
 
@@ -158,6 +229,16 @@ def create_app(config: settings.Settings) -> FastAPI:
         return documented()
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+    if token.enabled:
+
+        @app.get("/openapi.json", include_in_schema=False)
+        async def guarded_openapi(request: Request) -> Response:
+            if not token.allows(request.headers.get("authorization")):
+                raise_401 = {"WWW-Authenticate": "Bearer"}
+                detail = {"detail": "missing or wrong bearer token"}
+                return JSONResponse(detail, status_code=401, headers=raise_401)
+            return JSONResponse(app.openapi())
 
     @app.get("/healthz", response_class=PlainTextResponse, responses=_TEXT)
     async def healthz() -> PlainTextResponse:
@@ -170,6 +251,37 @@ def create_app(config: settings.Settings) -> FastAPI:
     return app
 
 
+class _Pieces(Response):
+    """An answer written in pieces of PIECE bytes; `done` runs once the last piece was
+    taken by the connection, or the connection is gone."""
+
+    def __init__(self, body: bytes, done: Callable[[], None]) -> None:
+        super().__init__(body, media_type="application/json")
+        self._done = done
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            start = {"type": "http.response.start", "status": self.status_code}
+            await send(start | {"headers": self.raw_headers})
+            view = memoryview(self.body)
+            for at in range(0, max(len(view), 1), PIECE):
+                more = at + PIECE < len(view)
+                await send(
+                    {"type": "http.response.body", "body": view[at : at + PIECE], "more_body": more}
+                )
+        finally:
+            self._done()
+
+
+async def _before(deadline: float, wait: Callable[[], Awaitable[object]]) -> None:
+    """Wait, but refuse with 503 once the webhook timeout since the request's arrival has
+    passed: Metacontroller has stopped waiting for that answer."""
+    with anyio.move_on_after(deadline - time.monotonic()) as scope:
+        await wait()
+    if scope.cancelled_caught:
+        raise Refused(503, "expired", "queued past the webhook timeout; retry", retry_after=1)
+
+
 def _declared_length(request: Request, limit: int) -> int | None:
     """Content-Length, refused with 413 before any of the body is read when over `limit`."""
     declared = request.headers.get("content-length", "")
@@ -180,18 +292,30 @@ def _declared_length(request: Request, limit: int) -> int | None:
     return int(declared)
 
 
-async def _read_body(request: Request, limit: int) -> bytearray:
-    """The body, refused with 413 as soon as a chunked one passes `limit` bytes."""
-    body = bytearray()
-    async for chunk in request.stream():
+async def _read_body(request: Request, config: settings.Settings, deadline: float) -> bytearray:
+    """The body, refused with 413 as soon as a chunked one passes the limit, and with 408
+    when a chunk takes longer than the chunk timeout or the whole body passes `deadline`."""
+    body, chunks = bytearray(), request.stream()
+    while True:
+        wait = min(config.read_chunk_seconds, deadline - time.monotonic())
+        chunk = None
+        with anyio.move_on_after(wait) as scope:
+            chunk = await anext(chunks, None)
+        if scope.cancelled_caught:
+            raise Refused(408, "timeout", f"request body still incomplete after {len(body)} bytes")
+        if chunk is None:
+            return body
         body += chunk
-        if len(body) > limit:
-            raise Refused(413, "too_large", f"request body exceeds {limit} bytes")
-    return body
+        if len(body) > config.max_body_bytes:
+            raise Refused(413, "too_large", f"request body exceeds {config.max_body_bytes} bytes")
 
 
-def _parse_and_answer(body: bytearray, now: datetime) -> Answer:
-    return _answer(_parse(body), now, len(body))
+def _parse_and_answer(body: bytearray, now: datetime) -> Outcome:
+    try:
+        parsed = _parse(body)
+    except Refused as err:
+        return Refused(err.status, err.outcome, err.detail)
+    return _answer(parsed, now, len(body))
 
 
 def _parse(body: bytearray) -> Any:
@@ -219,20 +343,22 @@ def _few_replicas(body: Any) -> bool:
     return total <= INLINE_REPLICAS
 
 
-def _answer(parsed: Any, now: datetime, body_bytes: int) -> Answer:
-    """Sync and serialize a parsed request."""
+def _answer(parsed: Any, now: datetime, body_bytes: int) -> Outcome:
+    """Sync and serialize a parsed request. A TypeError from the core is a bug like any
+    other, however much it looks like the serializer's (orjson's error is one)."""
     job = _job_of(parsed)
     try:
         answer = sync(parsed, now)
-        out = orjson.dumps(answer)
     except BadRequest as err:
-        raise Refused(422, "bad_request", str(err), job) from None
+        return Refused(422, "bad_request", str(err), job)
+    except Exception:
+        return Crashed(job, traceback.format_exc())
+    try:
+        out = orjson.dumps(answer)
     except orjson.JSONEncodeError as err:
         # orjson writes at most 254 levels of nesting but reads 1024; only a pod template
         # nested that deep gets here, and no API server would have stored it.
-        raise Refused(422, "bad_request", f"cannot answer this request: {err}", job) from None
-    except Exception as err:
-        raise Crashed(job) from err
+        return Refused(422, "bad_request", f"cannot answer this request: {err}", job)
     return Answer(out, _outcome(answer), len(answer["children"]), job, body_bytes)
 
 
@@ -271,14 +397,29 @@ def _refused(err: Refused, seconds: float) -> JSONResponse:
     metrics.observe(err.outcome, seconds)
     fields = {"outcome": err.outcome, "status": err.status, "duration_ms": round(seconds * 1e3, 1)}
     log.warning("sync refused: %s", err.detail, extra=fields)
-    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
+    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else {}
+    if err.retry_after is not None:
+        headers["Retry-After"] = str(err.retry_after)
+    if err.status != 422:
+        # The body may be unread: keeping the connection would mean reading it all first.
+        headers["Connection"] = "close"
     return JSONResponse({"detail": err.detail}, status_code=err.status, headers=headers)
 
 
-def _crashed(seconds: float) -> JSONResponse:
+def _crashed(err: Crashed, seconds: float) -> JSONResponse:
     metrics.observe("error", seconds)
-    log.exception("sync failed", extra={"outcome": "error", "status": 500})
+    fields = {"outcome": "error", "status": 500, "exception": err.trace}
+    log.error("sync failed", extra=fields)
     return JSONResponse({"detail": "internal error in the sync hook (logged)"}, status_code=500)
+
+
+def _gone(seconds: float) -> Response:
+    """The client went away (Metacontroller's webhook timeout, a restart): nothing to answer
+    and nothing wrong here, so a count and a warning without a traceback."""
+    metrics.observe("client_gone", seconds)
+    fields = {"outcome": "client_gone", "duration_ms": round(seconds * 1e3, 1)}
+    log.warning("client went away before its answer", extra=fields)
+    return Response(status_code=400, headers={"Connection": "close"})
 
 
 app = create_app(settings.from_env())

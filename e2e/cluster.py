@@ -1,9 +1,9 @@
-"""Test doubles for the kubelet and the API server: an MXJob's pods as local processes.
+"""An MXJob's pods as local processes: the process side of the local kubelet (e2e/kubelet.py).
 
-Nothing here is Kubernetes, and nothing here decides anything about the job: that is the real
-hook's work. `ApiServer` is a dict of the children Metacontroller would have written;
-`Kubelet` runs each pod's `mxnet` container as one local process with exactly the command,
-args and env the hook put on it, and reports the process back as the pod's status.
+Nothing here decides anything about the job: that is the real hook's work, through the real
+Metacontroller and API server. `Kubelet` runs each pod's `mxnet` container as one local process
+with exactly the command, args and env the pod has (env resolved as the kubelet resolves it),
+and says how each process is doing as a pod status.
 
 What differs from a cluster, on purpose and only here:
 - Name resolution. Every Service name resolves to 127.0.0.1 through a private `/etc/hosts`
@@ -15,24 +15,21 @@ What differs from a cluster, on purpose and only here:
   in `WORKDIR` (the repository root), with this venv's `bin` first on PATH.
 """
 
-import copy
 import os
 import signal
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app import kubeenv
+from e2e import podstatus
+from e2e.podstatus import MAIN_CONTAINER
+
 WORKDIR = Path(__file__).resolve().parent.parent
-MAIN_CONTAINER = "mxnet"
-POD = "Pod.v1"
-SERVICE = "Service.v1"
-NAMESPACE = "default"
 
 # ps-lite's servers and workers advertise an address to the scheduler: DMLC_NODE_HOST if set,
 # else DMLC_INTERFACE's address, else the first non-loopback interface's (eth0 here). In a pod
@@ -67,10 +64,6 @@ def preflight() -> None:
             raise ClusterError(f"cannot run {what}: {done.stderr.strip()[-2000:]}")
 
 
-def now_stamp() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def exit_code(returncode: int) -> int:
     """A container's exit code as Kubernetes reports it: 128 + N for death by signal N."""
     return 128 - returncode if returncode < 0 else returncode
@@ -82,19 +75,42 @@ def write_hosts(path: Path, names: Iterable[str]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def container_env(container: dict[str, Any]) -> dict[str, str]:
-    """The container's env as given; `valueFrom` needs an API server this double doesn't have."""
-    env = {}
-    for var in container.get("env") or []:
-        if "value" not in var:
-            raise ClusterError(f"env {var.get('name')}: only literal values can run locally")
-        env[var["name"]] = str(var["value"])
-    return env
+# A ConfigMap's data by name, read from the API server (a `configMapKeyRef` names one).
+ConfigMaps = Callable[[str], dict[str, str]]
 
 
-def process_env(container: dict[str, Any]) -> dict[str, str]:
-    """Exactly the hook's env, plus what a local process needs and the hook never sets."""
-    env = container_env(container)
+class _ConfigMapsByName(Mapping[str, Mapping[str, Any]]):
+    """The ConfigMaps a container names, read from the API server when it asks for one."""
+
+    def __init__(self, lookup: ConfigMaps) -> None:
+        self._lookup = lookup
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        return {"data": self._lookup(name)}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[str, str]:
+    """The container's env as the kubelet resolves and expands it (app.kubeenv, shared with
+    `render --expand` and the tests). Headless Services give no service variables."""
+    try:
+        return kubeenv.resolve(container, _ConfigMapsByName(config_maps))
+    except kubeenv.EnvError as err:
+        raise ClusterError(str(err)) from None
+
+
+def expand(value: str, env: dict[str, str]) -> str:
+    """Kubernetes' `$(VAR)` expansion of a command or argument (app.kubeenv)."""
+    return kubeenv.expand(value, env)
+
+
+def process_env(env: dict[str, str]) -> dict[str, str]:
+    """Exactly the container's env, plus what a local process needs and the hook never sets."""
     clash = sorted(set(env) & set(LOCAL_ENV))
     if clash:
         raise ClusterError(f"the pod already sets {clash}; refusing to override it locally")
@@ -110,10 +126,11 @@ def main_container(pod: dict[str, Any]) -> dict[str, Any]:
     raise ClusterError(f"pod {pod['metadata']['name']} has no {MAIN_CONTAINER!r} container")
 
 
-def argv(container: dict[str, Any]) -> list[str]:
+def argv(container: dict[str, Any], env: dict[str, str]) -> list[str]:
+    """Command and args, `$(VAR)` references expanded as the kubelet does."""
     if not container.get("command"):
         raise ClusterError("no image entrypoint here: the container needs a command")
-    return [*container["command"], *(container.get("args") or [])]
+    return [expand(str(a), env) for a in (*container["command"], *(container.get("args") or []))]
 
 
 @dataclass
@@ -122,6 +139,7 @@ class Process:
 
     name: str
     labels: dict[str, str]
+    image: str
     popen: subprocess.Popen[bytes]
     log: Path
     started_at: str
@@ -145,7 +163,7 @@ class Process:
             self.popen.kill()
             self.popen.wait()
         if self.popen.returncode is not None and self.finished_at is None:
-            self.finished_at = now_stamp()
+            self.finished_at = podstatus.now_stamp()
 
 
 @dataclass
@@ -163,26 +181,35 @@ class Kubelet:
     processes: dict[str, Process] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
 
-    def start(self, pod: dict[str, Any]) -> None:
+    def start(self, pod: dict[str, Any], config_maps: ConfigMaps) -> None:
         name = pod["metadata"]["name"]
         if name in self.processes:
             raise ClusterError(f"pod {name} was started before; a name is never reused here")
         if pod["spec"].get("restartPolicy", "Always") != "Never":
             raise ClusterError(f"pod {name}: only restartPolicy Never runs locally")
         container = main_container(pod)
+        env = container_env(container, config_maps)
         log = self.log_dir / f"{name}.log"
         with log.open("wb") as out:
             popen = subprocess.Popen(
-                [*_PRIVATE_HOSTS, str(self.hosts_file), *argv(container)],
+                [*_PRIVATE_HOSTS, str(self.hosts_file), *argv(container, env)],
                 cwd=container.get("workingDir") or WORKDIR,
-                env=process_env(container),
+                env=process_env(env),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + self.timeout
         labels = dict(pod["metadata"].get("labels") or {})
-        self.processes[name] = Process(name, labels, popen, log, now_stamp(), deadline)
+        self.processes[name] = Process(
+            name,
+            labels,
+            str(container.get("image", "")),
+            popen,
+            log,
+            podstatus.now_stamp(),
+            deadline,
+        )
 
     def kill(self, name: str, sig: signal.Signals = signal.SIGKILL) -> None:
         """What a signal from inside the container, or the OOM killer, would do to it."""
@@ -225,96 +252,9 @@ class Kubelet:
     def status(self, name: str) -> dict[str, Any]:
         """The pod's `.status` as the kubelet would report it."""
         process = self.processes[name]
+        process.poll()
         code = process.exit_code
         if code is None:
-            state = {"running": {"startedAt": process.started_at}}
-            phase = "Running"
-        else:
-            state = {"terminated": _terminated(process, code)}
-            phase = "Succeeded" if code == 0 else "Failed"
-        container = {"name": MAIN_CONTAINER, "state": state, "ready": code is None}
-        return {"phase": phase, "containerStatuses": [container | {"restartCount": 0}]}
-
-
-def _terminated(process: Process, code: int) -> dict[str, Any]:
-    return {
-        "exitCode": code,
-        "reason": "Completed" if code == 0 else "Error",
-        "startedAt": process.started_at,
-        "finishedAt": process.finished_at,
-    }
-
-
-@dataclass
-class Changes:
-    """What one apply did."""
-
-    created: list[str]
-    deleted: list[str]
-
-
-@dataclass
-class ApiServer:
-    """Test double for the API server: the parent's children as dicts, applied like Metacontroller.
-
-    Pods are created and deleted but never updated (`OnDelete`); Services are updated in place
-    (`InPlace`), which the hook relies on to carry its restart records. Creating a pod hands it
-    to the kubelet; deleting one stops its process. Every Service name resolves to loopback.
-    """
-
-    kubelet: Kubelet
-    parent_uid: str
-    children: dict[str, dict[str, dict[str, Any]]] = field(
-        default_factory=lambda: {POD: {}, SERVICE: {}}
-    )
-
-    def observed(self) -> dict[str, dict[str, dict[str, Any]]]:
-        """The `children` of a sync request: what exists, pods with their current status."""
-        self.kubelet.poll()
-        pods = {n: p | {"status": self.kubelet.status(n)} for n, p in self.children[POD].items()}
-        return copy.deepcopy({POD: pods, SERVICE: self.children[SERVICE]})
-
-    def apply(self, desired: list[dict[str, Any]]) -> Changes:
-        """Make the children exactly `desired`, as Metacontroller does with a sync's answer."""
-        wanted = {(_key(c), c["metadata"]["name"]): c for c in desired}
-        unknown = sorted({k for k, _ in wanted} - set(self.children))
-        if unknown:
-            raise ClusterError(f"the hook returned child types nobody declared: {unknown}")
-        gone = [(k, n) for k, named in self.children.items() for n in named if (k, n) not in wanted]
-        for kind, name in gone:
-            del self.children[kind][name]
-            if kind == POD:
-                self.kubelet.stop(name)
-        created = [n for k, n in wanted if k == POD and n not in self.children[POD]]
-        for (kind, name), child in wanted.items():
-            self._put(kind, name, child)
-        write_hosts(self.kubelet.hosts_file, self.children[SERVICE])
-        for name in created:
-            self.kubelet.start(self.children[POD][name])
-        return Changes(created, [f"{k.split('.')[0]} {n}" for k, n in gone])
-
-    def _put(self, kind: str, name: str, child: dict[str, Any]) -> None:
-        existing = self.children[kind].get(name)
-        if existing is not None and kind == POD:
-            return
-        meta = existing["metadata"] if existing else _identity(self.parent_uid)
-        fresh = copy.deepcopy(child)
-        labels = fresh["metadata"].get("labels", {}) | {"controller-uid": self.parent_uid}
-        fresh["metadata"] = meta | fresh["metadata"] | {"labels": labels}
-        self.children[kind][name] = fresh
-
-
-def _identity(parent_uid: str) -> dict[str, Any]:
-    """What the API server and Metacontroller add to a child they create."""
-    owner = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "uid": parent_uid}
-    owner |= {"controller": True, "blockOwnerDeletion": True}
-    return {
-        "namespace": NAMESPACE,
-        "uid": str(uuid.uuid4()),
-        "creationTimestamp": now_stamp(),
-        "ownerReferences": [owner],
-    }
-
-
-def _key(child: dict[str, Any]) -> str:
-    return f"{child['kind']}.{child['apiVersion']}"
+            return podstatus.running(process.started_at, process.image)
+        finished = process.finished_at or podstatus.podstatus.now_stamp()
+        return podstatus.terminated(process.started_at, finished, process.image, code)

@@ -1,87 +1,70 @@
-"""`make demo`: MXJobs through the real hook, their pods as real MXNet processes, sync by sync.
+"""`make demo`: real MXNet jobs trained through the real Metacontroller, from `kubectl apply`.
 
-Runs the happy path of docs/e2e.md with readable progress: every sync that changed something
-(the job's conditions, the pods the hook saw, what it created or deleted), then each worker's
-result. Exit status 0 when every job succeeded with correct results.
+Starts etcd and kube-apiserver on loopback, the hook, and Metacontroller v4.17.2 with the flags
+the one-command install ships; installs our CRD and CompositeController as shipped (the webhook
+pointed at the hook); then, for each program, `kubectl apply`s an MXJob (Scheduler 1, Server 2,
+Worker 2) and prints what happens: the job's states, and each pod the local kubelet runs as a
+real MXNet process (e2e/kubelet.py). Ends with the workers' results and where the logs are.
+Exit status 0 when every job succeeded with correct results. Needs root (docs/e2e.md).
 """
 
 import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from e2e.cluster import ApiServer, ClusterError, Kubelet, preflight
-from e2e.driver import Metacontroller, SyncRecord, serve_hook, true_conditions
+from e2e.cluster import ClusterError, preflight
 from e2e.jobs import PROGRAMS, free_port, mxjob
+from e2e.kube import Kube
+from e2e.kubelet import Report
+from e2e.runner import JobRun, run_job
+from e2e.stack import Stack, real_stack, shipped_flags
 
-JOB_TIMEOUT = 150.0
-
-
-def short(pod: str, job: str) -> str:
-    return pod.removeprefix(f"{job}-")
+JOB_TIMEOUT = 180.0
+TYPE_LABEL = "training.kubeflow.org/replica-type"
 
 
 class Progress:
-    """Prints a sync when it differs from the last one printed, and how many were alike."""
+    """Prints, with the seconds since the job was applied, each state and each pod status."""
 
-    def __init__(self, job: str) -> None:
-        self.job = job
-        self.last: tuple[object, ...] | None = None
-        self.alike = 0
+    def __init__(self) -> None:
+        self.started = time.monotonic()
 
-    def __call__(self, record: SyncRecord) -> None:
-        conditions = [(c["type"], c["status"]) for c in record.status["conditions"]]
-        seen = (conditions, record.pods, record.changes.created, record.changes.deleted)
-        if seen == self.last:
-            self.alike += 1
-            return
-        self.flush()
-        self.last = seen
-        latest = record.status["conditions"][-1]
-        print(f"sync {record.number:3}  {latest['message']}")
-        print(f"          conditions  {' '.join(f'{t}={s}' for t, s in conditions)}")
-        pods = ", ".join(f"{short(n, self.job)} {p}" for n, p in record.pods.items())
-        print(f"          pods seen   {pods or '(none)'}")
-        for name in record.changes.created:
-            print(f"          created     pod {short(name, self.job)}")
-        for child in record.changes.deleted:
-            print(f"          deleted     {child.replace(f' {self.job}-', ' ')}")
+    def line(self, text: str) -> None:
+        print(f"  {time.monotonic() - self.started:6.1f} s  {text}", flush=True)
 
-    def flush(self) -> None:
-        if self.alike:
-            print(f"          ... {self.alike} more sync(s), nothing changed")
-        self.alike = 0
+    def report(self, run: JobRun, report: Report) -> None:
+        self.line(f"pod {report.pod.removeprefix(run.name + '-'):12} {report}")
+
+    def state(self, run: JobRun, state: str) -> None:
+        message = next((c["message"] for c in run.status["conditions"] if c["type"] == state), "")
+        self.line(f"MXJob {state}: {message}")
 
 
-def results(kubelet: Kubelet, job: str) -> dict[str, dict[str, object]]:
+def results(run: JobRun) -> dict[str, dict[str, object]]:
     found = {}
-    for name, process in kubelet.processes.items():
-        lines = [x for x in kubelet.log(name).splitlines() if x.startswith("{")]
-        if process.labels.get("training.kubeflow.org/replica-type") == "worker" and lines:
-            found[short(name, job)] = json.loads(lines[-1])
+    for name, process in run.kubelet.processes.processes.items():
+        lines = [x for x in run.kubelet.log(name).splitlines() if x.startswith("{")]
+        if process.labels.get(TYPE_LABEL) == "worker" and lines:
+            found[name.removeprefix(run.name + "-")] = json.loads(lines[-1])
     return found
 
 
-def run_one(hook_url: str, program: str, workdir: Path) -> bool:
+def run_one(stack: Stack, kube: Kube, program: str, workdir: Path) -> bool:
     name = f"mxjob-demo-{program}"
     job = mxjob(name, program, free_port())
     print(f"\n== MXJob {name}: Scheduler 1, Server 2, Worker 2, each running {PROGRAMS[program]}")
-    kubelet = Kubelet(workdir / "hosts", workdir, timeout=JOB_TIMEOUT)
-    controller = Metacontroller(hook_url, job, ApiServer(kubelet, job["metadata"]["uid"]))
-    progress = Progress(name)
-    try:
-        controller.run(timeout=JOB_TIMEOUT, on_sync=progress)
-    finally:
-        progress.flush()
-        controller.close()
-        kubelet.shutdown()
-    found = results(kubelet, name)
+    print(f"   kubectl apply -f {workdir / (name + '.yaml')}")
+    progress = Progress()
+    run = run_job(stack, kube, job, workdir, JOB_TIMEOUT, progress.report, progress.state)
+    found = results(run)
     print("worker results:")
     for pod, result in found.items():
         print(f"  {pod}: {json.dumps(result, sort_keys=True)}")
     print(f"pod logs: {workdir}")
-    succeeded = "Succeeded" in true_conditions(controller.parent.get("status"))
+    succeeded = run.states[-1:] == ["Succeeded"]
     return succeeded and len(found) == 2 and all(r.get("ok") for r in found.values())
 
 
@@ -98,10 +81,19 @@ def main(argv: list[str]) -> int:
         print(f"cannot run the demo: {err}", file=sys.stderr)
         return 2
     logs = Path(tempfile.mkdtemp(prefix="mxjob-demo-"))
-    with serve_hook(logs / "hook.log") as url:
-        print(f"hook: python -m app serve at {url} (log {logs / 'hook.log'})")
-        ok = [run_one(url, program, _dir(logs / program)) for program in args.programs or PROGRAMS]
+    print(f"logs: {logs}")
+    flags = shipped_flags()
+    with real_stack(logs, lambda line: print(line, flush=True)) as stack:
+        kube = Kube(stack.apiserver, user_agent="mxjob-demo")
+        print(f"metacontroller {' '.join(flags)} (log in {logs})")
+        with stack.metacontroller(flags):
+            print(
+                f"kubectl: {stack.apiserver.kubectl_path} --kubeconfig={stack.apiserver.kubeconfig}"
+            )
+            ok = [run_one(stack, kube, p, _dir(logs / p)) for p in args.programs or PROGRAMS]
+        kube.close()
     print("\n" + ("every job succeeded" if all(ok) else "a job did not succeed"))
+    print(f"logs: {logs} (hook, metacontroller, kube-apiserver, etcd; one folder per job)")
     return 0 if all(ok) else 1
 
 

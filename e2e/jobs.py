@@ -1,21 +1,16 @@
-"""The MXJobs the end-to-end run submits: what a user would `kubectl apply`."""
+"""The MXJobs `make demo` and tests/e2e submit: what a user would `kubectl apply`."""
 
-import socket
-import uuid
 from typing import Any
 
-# The kubelet double runs no images; a cluster would run one with MXNet and e2e/ in WORKDIR.
+from tests.apiserver.cluster import free_port
+
+__all__ = ["IMAGE", "PROGRAMS", "free_port", "mxjob"]
+
+# The local kubelet runs no images; a cluster would run one with MXNet and e2e/ in WORKDIR.
 IMAGE = "mxjob-e2e:local"
 PROGRAMS = {"kvstore": "e2e/kvstore_check.py", "train": "e2e/train_tiny.py"}
 # The user's own env, passed through by the hook: ps-lite logs who joined the cluster and when.
 USER_ENV = [{"name": "PS_VERBOSE", "value": "1"}]
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now: every pod shares this host's ports."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def template(program: str, args: list[str], port: int | None) -> dict[str, Any]:
@@ -56,6 +51,6 @@ def mxjob(
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "MXJob",
-        "metadata": {"name": name, "namespace": "default", "uid": str(uuid.uuid4())},
+        "metadata": {"name": name},
         "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": specs},
     }

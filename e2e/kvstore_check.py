@@ -55,6 +55,7 @@ def main(argv: list[str]) -> int:
         "rank": kv.rank,
         "num_workers": kv.num_workers,
         "worker_id": os.environ.get("DMLC_WORKER_ID"),
+        "mx_config": os.environ.get("MX_CONFIG"),
         "pulled": pulled,
         "expected": expected,
     }

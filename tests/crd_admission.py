@@ -27,7 +27,9 @@ _BLOCKING = {"type", "anyOf", "enum", "required", "maxLength", "maxItems", "maxP
 _BLOCKING |= {"additionalProperties"}
 
 
+@functools.cache
 def openapi_schema() -> dict[str, Any]:
+    """The CRD's schema (read once: callers do not change it)."""
     crd = yaml.safe_load(CRD_FILE.read_text())
     (version,) = crd["spec"]["versions"]
     schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
@@ -120,7 +122,16 @@ def _holds(rule: str, value: Any) -> bool:
 @functools.cache
 def _program(rule: str) -> Any:
     env = celpy.Environment()
-    return env.program(env.compile(rule))
+    return env.program(env.compile(rule), functions=KUBERNETES_LIBRARY)
+
+
+def _sum(items: Any) -> Any:
+    return celpy.celtypes.IntType(sum(items))
+
+
+# The part of Kubernetes' CEL library (k8s.io/apiserver/pkg/cel/library) the CRD's rules use
+# and cel-python lacks: `list.sum()`.
+KUBERNETES_LIBRARY = {"sum": _sum}
 
 
 def _rules(schema: Any) -> Iterator[dict[str, Any]]:

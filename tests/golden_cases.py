@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from app import envelope
 from app.reconcile import sync
 from tests import support as s
 
@@ -31,8 +32,14 @@ def _train() -> dict[str, Any]:
     return s.mxjob(spec)
 
 
+# The child types the CompositeController declares besides pods and Services.
+CONFIG_MAPS = (envelope.CONFIG_MAP,)
+
+
 def _run(
-    parent: dict[str, Any], *phases: dict[str, dict[str, Any]], child_types: tuple[str, ...] = ()
+    parent: dict[str, Any],
+    *phases: dict[str, dict[str, Any]],
+    child_types: tuple[str, ...] = CONFIG_MAPS,
 ) -> tuple[dict[str, Any], dict[str, Any], datetime]:
     """Replay a job from creation through the given observed pod phases, one sync every
     30 seconds. Returns the last request, its answer and its time."""
@@ -48,7 +55,7 @@ def _run(
 def _life(
     *phases: dict[str, dict[str, Any]],
     parent: dict[str, Any] | None = None,
-    child_types: tuple[str, ...] = (),
+    child_types: tuple[str, ...] = CONFIG_MAPS,
 ) -> Case:
     req, _, at = _run(parent or _train(), *phases, child_types=child_types)
     return req, at
@@ -63,9 +70,29 @@ def _all(status: dict[str, Any], *which: str) -> dict[str, dict[str, Any]]:
     return {f"mnist-{w}": status for w in which or ALL}
 
 
+def _none(child_types: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
+    return {kind: [] for kind in child_types}
+
+
 @case
 def new_job() -> Case:
     return _life()
+
+
+@case
+def inline_mx_config_running() -> Case:
+    """Under a CompositeController that declares no ConfigMaps (the previous version's),
+    each pod carries its whole MX_CONFIG, as before."""
+    return _life({}, _all(RUNNING), child_types=())
+
+
+@case
+def upgraded_job_running() -> Case:
+    """A job started by the previous version (every pod with its whole MX_CONFIG) synced
+    once the controller declares ConfigMaps: every pod kept, the ConfigMap added."""
+    req, _ = _life({}, _all(RUNNING), child_types=())
+    req["children"][envelope.CONFIG_MAP] = {}
+    return req, s.later(90)
 
 
 @case
@@ -101,14 +128,71 @@ def invalid_spec() -> Case:
     spec = s.train_spec(servers=1, workers=2)
     del spec["mxReplicaSpecs"]["Scheduler"]
     spec["mxReplicaSpecs"]["Worker"]["replicas"] = -1
-    return s.request(s.mxjob(spec)), s.NOW
+    return s.request(s.mxjob(spec), others={envelope.CONFIG_MAP: []}), s.NOW
+
+
+def _bad_policy(spec: dict[str, Any]) -> None:
+    spec["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
+
+
+def _nameless_env(spec: dict[str, Any]) -> None:
+    spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = [{"value": "1"}]
+
+
+def _edits(*edits: Callable[[dict[str, Any]], None] | None) -> Case:
+    """A running job edited once a minute from its third sync on: each edit is applied to the
+    spec as created (None keeps it), the previous answer's status fed back each time."""
+    req, answer, at = _run(_train(), {}, _all(RUNNING))
+    for n, edit in enumerate(edits, start=1):
+        edited = copy.deepcopy(req["parent"])
+        edited["spec"] = _train()["spec"]
+        if edit:
+            edit(edited["spec"])
+        at = s.later(60 + 60 * n)
+        req, answer = s.step(edited, answer, _all(RUNNING), at, CONFIG_MAPS)
+    return req, at
 
 
 @case
 def invalid_spec_running_job() -> Case:
-    req, _ = _life({}, _all(RUNNING), _all(RUNNING))
-    req["parent"]["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "Sometimes"
-    return req, s.later(120)
+    """A bad edit of a running job: not terminal, its children kept exactly."""
+    return _edits(_bad_policy)
+
+
+@case
+def invalid_spec_running_job_still_invalid() -> Case:
+    """Edited again, still invalid: the condition names the new problem, same transition."""
+    return _edits(_bad_policy, _nameless_env)
+
+
+@case
+def invalid_spec_running_job_fixed() -> Case:
+    """The spec is valid again: the job goes on, nothing deleted, the condition gone."""
+    return _edits(_bad_policy, _nameless_env, None)
+
+
+@case
+def invalid_spec_failed_by_earlier_version() -> Case:
+    """Earlier versions failed a running job for good on a bad edit (Failed/MXJobInvalidSpec);
+    with its spec valid again and its children still there, the job recovers."""
+    req, at = _edits(None)
+    invalid = "MXJob mnist has an invalid spec: spec.mxReplicaSpecs.Worker.restartPolicy: bad."
+    stopped = {"status": "False", "reason": "MXJobInvalidSpec", "message": invalid}
+    failed = {"type": "Failed", "status": "True", "reason": "MXJobInvalidSpec", "message": invalid}
+    status = req["parent"]["status"]
+    conds = {c["type"]: c for c in status["conditions"]}
+    at_failure = {
+        "lastUpdateTime": "2026-11-22T12:01:30Z",
+        "lastTransitionTime": "2026-11-22T12:01:30Z",
+    }
+    status["conditions"] = [
+        conds["Running"] | stopped | at_failure,
+        conds["Created"],
+        failed | at_failure,
+    ]
+    status["completionTime"] = "2026-11-22T12:01:30Z"
+    status["replicaStatuses"] = {}
+    return req, at
 
 
 def _with(run_policy: dict[str, Any], policy: str = "ExitCode") -> dict[str, Any]:
@@ -147,15 +231,15 @@ def deadline_counting_down() -> Case:
 def deadline_exceeded() -> Case:
     job = _with({"activeDeadlineSeconds": 100})
     _req, answer, _ = _run(job, {}, _all(RUNNING), _all(RUNNING))
-    return s.step(job, answer, _all(RUNNING), s.later(100))[0], s.later(100)
+    return s.step(job, answer, _all(RUNNING), s.later(100), CONFIG_MAPS)[0], s.later(100)
 
 
 @case
 def deadline_exceeded_cleanup() -> Case:
     job = _with({"activeDeadlineSeconds": 100, "cleanPodPolicy": "None"})
     _, answer, _ = _run(job, {}, _all(RUNNING), _all(RUNNING))
-    _, answer = s.step(job, answer, _all(RUNNING), s.later(100))
-    return s.step(job, answer, _all(RUNNING), s.later(101))[0], s.later(101)
+    _, answer = s.step(job, answer, _all(RUNNING), s.later(100), CONFIG_MAPS)
+    return s.step(job, answer, _all(RUNNING), s.later(101), CONFIG_MAPS)[0], s.later(101)
 
 
 def _suspended() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -163,7 +247,7 @@ def _suspended() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     _, answer, _ = _run(job, {}, _all(RUNNING))
     stopped = copy.deepcopy(job)
     stopped["spec"]["runPolicy"]["suspend"] = True
-    return job, stopped, s.step(stopped, answer, _all(RUNNING), s.later(90))[1]
+    return job, stopped, s.step(stopped, answer, _all(RUNNING), s.later(90), CONFIG_MAPS)[1]
 
 
 @case
@@ -172,13 +256,13 @@ def suspended() -> Case:
     _, answer, _ = _run(job, {}, _all(RUNNING))
     stopped = copy.deepcopy(job)
     stopped["spec"]["runPolicy"]["suspend"] = True
-    return s.step(stopped, answer, _all(RUNNING), s.later(90))[0], s.later(90)
+    return s.step(stopped, answer, _all(RUNNING), s.later(90), CONFIG_MAPS)[0], s.later(90)
 
 
 @case
 def resumed() -> Case:
     job, _, answer = _suspended()
-    return s.request(job | {"status": answer["status"]}), s.later(600)
+    return s.request(job | {"status": answer["status"]}, others=_none(CONFIG_MAPS)), s.later(600)
 
 
 def _succeeded(run_policy: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -192,14 +276,14 @@ def _succeeded(run_policy: dict[str, Any]) -> tuple[dict[str, Any], dict[str, An
 def ttl_waiting() -> Case:
     job, answer = _succeeded({"ttlSecondsAfterFinished": 600, "cleanPodPolicy": "None"})
     finished = _all(RUNNING) | _all(DONE, "scheduler-0", "worker-0", "worker-1")
-    return s.step(job, answer, finished, s.later(120))[0], s.later(120)
+    return s.step(job, answer, finished, s.later(120), CONFIG_MAPS)[0], s.later(120)
 
 
 @case
 def ttl_expired() -> Case:
     job, answer = _succeeded({"ttlSecondsAfterFinished": 600, "cleanPodPolicy": "None"})
     finished = _all(RUNNING) | _all(DONE, "scheduler-0", "worker-0", "worker-1")
-    return s.step(job, answer, finished, s.later(90 + 600))[0], s.later(90 + 600)
+    return s.step(job, answer, finished, s.later(90 + 600), CONFIG_MAPS)[0], s.later(90 + 600)
 
 
 def _tune() -> dict[str, Any]:
@@ -279,17 +363,17 @@ def _gang() -> dict[str, Any]:
 
 @case
 def volcano_new_job() -> Case:
-    return _life(parent=_gang(), child_types=(VOLCANO,))
+    return _life(parent=_gang(), child_types=(VOLCANO, *CONFIG_MAPS))
 
 
 @case
 def volcano_running() -> Case:
-    return _life({}, _all(RUNNING), parent=_gang(), child_types=(VOLCANO,))
+    return _life({}, _all(RUNNING), parent=_gang(), child_types=(VOLCANO, *CONFIG_MAPS))
 
 
 @case
 def scheduler_plugins_new_job() -> Case:
-    return _life(parent=_gang(), child_types=(PLUGINS,))
+    return _life(parent=_gang(), child_types=(PLUGINS, *CONFIG_MAPS))
 
 
 VOLCANO = "PodGroup.scheduling.volcano.sh/v1beta1"

@@ -7,13 +7,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import urlsplit
 
 import anyio.from_thread
 import httpx
@@ -22,6 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from fastapi import FastAPI
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).parent.parent
 
@@ -81,6 +83,52 @@ class Server:
     def log_lines(self) -> list[str]:
         self.log.flush()
         return Path(self.log.name).read_text().splitlines()
+
+    def memory_kib(self, field: str = "VmRSS") -> int:
+        """Resident memory now (VmRSS) or at its peak so far (VmHWM), from /proc."""
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+        raise LookupError(field)
+
+    def metric(self, name: str, **labels: str) -> float:
+        """One sample of /metrics (0 when it was never counted)."""
+        text = httpx.get(f"{self.url}/metrics", timeout=5).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name and labels.items() <= sample.labels.items():
+                    return sample.value
+        return 0.0
+
+    def connect(self) -> socket.socket:
+        address = urlsplit(self.url)
+        return socket.create_connection((address.hostname, address.port), timeout=30)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `condition` until it is truthy (returning its value) or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.05)
+    return value
+
+
+def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
+    """Whether the other end closes `sock` within `timeout` (reading and dropping anything
+    it still sends)."""
+    sock.settimeout(timeout)
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if not sock.recv(1 << 20):
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+    return False
 
 
 def start(env: dict[str, str], log: IO[bytes], scheme: str = "http", verify: Any = True) -> Server:

@@ -1,12 +1,34 @@
-"""A simulated cluster for whole-life tests: a TEST DOUBLE for Metacontroller and the kubelet.
+"""A simulated cluster for the fast whole-life tests: a TEST DOUBLE for Metacontroller and the
+kubelet, in memory, with a clock the test moves.
 
-No package gives us Metacontroller's apply loop without a cluster, so this plays its documented
-part (see docs/lifecycle.md): it sends the owned children keyed `namespace/name`, creates
-missing desired children, never updates an existing pod (`OnDelete`), updates Services in place,
-deletes observed children that are not desired, then writes the status. The kubelet is a
-script: tests move pods between phases by name. With `stale=True` every sync is first sent
-with the parent status from before the last status write, and that answer is applied too,
-as happens when a child's event races the status write."""
+The real Metacontroller runs these lives against a real API server in tests/apiserver
+(test_real_job_life.py); this double stays because it runs in milliseconds with a fixed clock
+(days of TTL in no time) and because it can force what the real stack only hits by chance:
+with `stale=True` every sync is first sent with the parent status from before the last status
+write, and that answer is applied too, as happens when a child's event races the status write.
+
+What it does (Metacontroller's documented part, docs/lifecycle.md): it sends the owned children
+keyed `namespace/name`, creates missing desired children, never updates an existing pod
+(`OnDelete`), replaces a Service's or ConfigMap's labels, annotations, spec and data
+(`InPlace`), deletes observed
+children that are not desired, then writes the status. The kubelet is a script: tests set pods'
+phases by name.
+
+What it does not model:
+- no API server: no admission (the CRD's schema and CEL rules are not applied, so an invalid
+  spec always reaches the hook), no defaults, uids, resourceVersions, generations or
+  managedFields; a new child is stored exactly as the hook returned it, with a Pending status;
+- no selector or ownership: no `controller-uid` label, no ownerReferences, no adoption or
+  release of children; every child of a declared type belongs to the one parent;
+- no three-way merge or last-applied annotation: an in-place update is a wholesale replacement,
+  and nothing tells a write that changes nothing from one that does;
+- the status is stored on every sync (Metacontroller writes it only when it changed) and gets
+  no `observedGeneration`;
+- no watches, queues or timing: a sync happens only when the test calls `sync()`; neither
+  `resyncPeriodSeconds` nor the hook's `resyncAfterSeconds` schedules one; no rate limits, no
+  retries or backoff, no hook errors, timeouts or outages;
+- deletion is immediate: no grace period, finalizers or garbage collection;
+- the kubelet sets whole pod statuses; no container restarts happen unless a test sets them."""
 
 import copy
 from dataclasses import dataclass, field
@@ -29,7 +51,7 @@ class SimCluster:
     deleted: list[str] = field(default_factory=list)
     request: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] = field(default_factory=dict)
-    child_types: tuple[str, ...] = ("Pod.v1", "Service.v1")
+    child_types: tuple[str, ...] = ("ConfigMap.v1", "Pod.v1", "Service.v1")
 
     # Metacontroller's part.
 
@@ -72,7 +94,9 @@ class SimCluster:
             elif kind != "Pod.v1":
                 for key in ("labels", "annotations"):
                     group[name]["metadata"][key] = child["metadata"].get(key, {})
-                group[name]["spec"] = copy.deepcopy(child["spec"])
+                for key in ("spec", "data"):
+                    if key in child:
+                        group[name][key] = copy.deepcopy(child[key])
         if write_status:
             self.older_status, self.status = self.status, copy.deepcopy(answer["status"])
 

@@ -1,14 +1,21 @@
 """Contract section 3: names, labels, ports, restart policy and environment of children."""
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from app import builders
+from app import builders, kubeenv
+from app.reconcile import sync
+from app.render import render
 from app.spec import ReplicaType
 from app.validation import parse
-from tests.support import container, replica, train_spec
+from tests.golden_cases import CASES
+from tests.support import NOW, container, replica, train_spec
+
+ROOT = Path(__file__).resolve().parent.parent
 
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER
 
@@ -237,3 +244,118 @@ def test_tuner_labels_from_annotation_or_legacy_field() -> None:
     )
     assert config["labels"] == {"tunertracker": "", "tunerserver": "2080ti", "tuner": "v100"}
     assert config["task"] == {"type": "tuner", "index": 0}
+
+
+# What each container's process read before MX_CONFIG's shared parts moved to a ConfigMap,
+# recorded from the previous version's answers: every golden case, example and legacy manifest.
+BEFORE = json.loads((ROOT / "tests" / "fixtures" / "env-before-configmap.json").read_text())
+# Cases added with the ConfigMap: the same job and phases as a recorded one.
+SAME_AS = {
+    "golden/inline-mx-config-running": "golden/all-running",
+    "golden/upgraded-job-running": "golden/all-running",
+    # Edits of the running job (all-running's pods), kept exactly while the spec is invalid.
+    "golden/invalid-spec-running-job-still-invalid": "golden/invalid-spec-running-job",
+    "golden/invalid-spec-running-job-fixed": "golden/invalid-spec-running-job",
+    "golden/invalid-spec-failed-by-earlier-version": "golden/invalid-spec-running-job",
+}
+SHARED = {variable for variable, _ in builders.SHARED_PARTS}
+
+
+def process_env(children: list[dict[str, Any]]) -> dict[str, list[list[str]]]:
+    """Each pod container's environment as its process starts with it, in order, without
+    the variables that only carry MX_CONFIG's shared parts."""
+    config_maps = {c["metadata"]["name"]: c for c in children if c["kind"] == "ConfigMap"}
+    out = {}
+    for pod in (c for c in children if c["kind"] == "Pod"):
+        for each in pod["spec"]["containers"]:
+            env = kubeenv.resolve(each, config_maps)
+            key = f"{pod['metadata']['name']}/{each['name']}"
+            out[key] = [[k, v] for k, v in env.items() if k not in SHARED]
+    return out
+
+
+def answers() -> list[Any]:
+    cases = [
+        pytest.param(f"golden/{name}", sync(*make())["children"], id=f"golden-{name}")
+        for name, make in CASES.items()
+    ]
+    for path in MANIFESTS:
+        documents = list(yaml.safe_load_all(render(path.read_text(), NOW)))
+        source = str(path.relative_to(ROOT))
+        cases.append(pytest.param(source, documents, id=source))
+    return cases
+
+
+MANIFESTS = sorted(
+    [*(ROOT / "examples").glob("*.yaml"), *(ROOT / "tests/fixtures/legacy").glob("*.yaml")]
+)
+
+
+@pytest.mark.parametrize(("source", "children"), answers())
+def test_processes_read_the_same_environment_as_before(
+    source: str, children: list[dict[str, Any]]
+) -> None:
+    # Sources with no pod in their answer recorded nothing.
+    assert process_env(children) == BEFORE.get(SAME_AS.get(source, source), {})
+
+
+def test_every_recorded_source_is_checked() -> None:
+    checked = {f"golden/{name}" for name in CASES} | {str(p.relative_to(ROOT)) for p in MANIFESTS}
+    assert set(BEFORE) <= checked
+
+
+def test_without_a_configmap_type_mx_config_stays_inline() -> None:
+    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec()), None, False)
+    env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env][:2] == ["MX_CONFIG", "DMLC_PS_ROOT_URI"]
+    assert "$" not in env[0]["value"]
+
+
+def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
+    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec()), None, True)
+    env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
+    assert env[:2] == [
+        {
+            "name": variable,
+            "valueFrom": {"configMapKeyRef": {"name": "mnist-mx-config", "key": key}},
+        }
+        for variable, key in builders.SHARED_PARTS
+    ]
+    assert env[2] == {
+        "name": "MX_CONFIG",
+        "value": '{"cluster":$(MX_CONFIG_CLUSTER),"labels":$(MX_CONFIG_LABELS),'
+        '"task":{"index":1,"type":"worker"}}',
+    }
+
+
+def test_config_map_holds_the_shared_parts() -> None:
+    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec(1, 2)), None, True)
+    assert builders.config_map(j) == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "mnist-mx-config",
+            "namespace": "team-a",
+            "labels": {
+                "training.kubeflow.org/operator-name": "mxjob-controller",
+                "training.kubeflow.org/job-name": "mnist",
+            },
+        },
+        "data": {
+            "cluster": '{"scheduler":[{"port":9091,"url":"mnist-scheduler-0"}],'
+            '"server":[{"port":9091,"url":"mnist-server-0"}],'
+            '"worker":[{"port":9091,"url":"mnist-worker-0"},{"port":9091,"url":"mnist-worker-1"}]}',
+            "labels": '{"scheduler":"","server":"","worker":""}',
+        },
+    }
+
+
+def test_user_variables_named_like_the_shared_parts_are_replaced() -> None:
+    spec = train_spec()
+    user_env = [{"name": "MX_CONFIG_CLUSTER", "value": "mine"}, {"name": "KEEP", "value": "1"}]
+    spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
+    j = builders.job_context("mnist", "team-a", parse("mnist", spec), None, True)
+    env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
+    assert [e["name"] for e in env].count("MX_CONFIG_CLUSTER") == 1
+    assert env[0]["valueFrom"]["configMapKeyRef"]["key"] == "cluster"
+    assert env[-1] == {"name": "KEEP", "value": "1"}

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from app.defaults import SpecError
-from app.validation import parse
+from app.validation import MAX_REPLICAS, parse
 from tests.crd_admission import CRD_FILE, NOT_CHECKED, admission_errors, rules
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +32,11 @@ NOT_DNS_1035 = (
 CHILD_NAME_TOO_LONG = (
     "metadata.name: too long: every child name <name>-<replica type>-<index> must fit in 63 "
     "characters (a Service name)"
+)
+MX_CONFIG_TOO_LONG = (
+    "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica of the job, "
+    "would not fit in the 131,061 bytes a process's environment variable may hold; use fewer "
+    "replicas or a shorter job name"
 )
 
 
@@ -71,6 +76,20 @@ def run_policy(**fields: Any) -> dict[str, Any]:
 
 
 MXNET = {"name": "mxnet", "image": "mxjob/mxnet:1.9.1"}
+QUEUE_PATTERN = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+LABEL_VALUE_PATTERN = "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+KEYS = (
+    "keys must be qualified names: an optional DNS subdomain prefix and '/', then at most 63 "
+    "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+)
+BAD_KEYS = {
+    "with-a-space": "bad key",
+    "64-characters": "k" * 64,
+    "leading-dash": "-team",
+    "upper-case-prefix": "Example.com/team",
+    "empty-name-after-prefix": "example.com/",
+}
+BAD_VALUES = {"with-a-space": "a b", "leading-dash": "-a", "trailing-dot": "a."}
 
 VALID = [
     *(pytest.param(load(p), id=f"example-{p.stem}") for p in EXAMPLES),
@@ -122,6 +141,48 @@ VALID = [
         job("dist-cpu.yaml", worker(containers({"name": "sidecar", "image": "busybox"}, MXNET))),
         id="mxnet-container-not-first",
     ),
+    pytest.param(
+        job(
+            "dist-cpu.yaml",
+            {
+                "metadata": {"name": "a"},
+                "spec": {
+                    "mxReplicaSpecs": {
+                        # A one-digit mxjob-port keeps MX_CONFIG within the size rule.
+                        "Worker": {"replicas": MAX_REPLICAS - 3}
+                        | containers(
+                            MXNET | {"ports": [{"name": "mxjob-port", "containerPort": 1}]}
+                        )
+                    }
+                },
+            },
+        ),
+        id="as-many-replicas-as-the-hook-allows",
+    ),
+    pytest.param(
+        job(
+            "dist-cpu.yaml",
+            worker(
+                {
+                    "template": {
+                        "metadata": {
+                            "labels": {"example.com/team": "a-b_c.d", "empty": "", "k" * 63: "v"},
+                            "annotations": {"example.com/note": "any text at all: é, spaces"},
+                        }
+                    }
+                }
+            ),
+        ),
+        id="labels-and-annotations-kubernetes-accepts",
+    ),
+    pytest.param(
+        job("dist-cpu.yaml", run_policy(schedulingPolicy={"minAvailable": 1, "queue": "a.b-c"})),
+        id="min-available-1-and-a-dotted-queue",
+    ),
+    pytest.param(
+        job("dist-cpu.yaml", worker(containers(MXNET | {"env": [{"name": "my-var.1 x"}]}))),
+        id="env-name-kubernetes-accepts-since-1-32",
+    ),
 ]
 
 
@@ -143,6 +204,14 @@ def case(base: str, patch: dict[str, Any], *errors: str, hook: bool = True) -> A
 
 
 INVALID = [
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": 3000}}}},
+            MX_CONFIG_TOO_LONG,
+        ),
+        id="mx-config-too-long-for-a-process",
+    ),
     pytest.param(
         *case("dist-cpu.yaml", {"metadata": {"name": "Mnist_dist"}}, NOT_DNS_1035),
         id="name-not-dns-1035",
@@ -215,7 +284,8 @@ INVALID = [
         *case(
             "dist-cpu.yaml",
             worker(containers({"name": "mxnet"})),
-            f"{SPECS}.Worker.template.spec.containers[0]: every container needs a non-empty image",
+            f"{SPECS}.Worker.template.spec.containers[0]: 'image' is a required property",
+            UNCHECKED,
         ),
         id="image-missing",
     ),
@@ -223,7 +293,7 @@ INVALID = [
         *case(
             "dist-cpu.yaml",
             worker(containers(MXNET, {"name": "sidecar", "image": ""})),
-            f"{SPECS}.Worker.template.spec.containers[1]: every container needs a non-empty image",
+            f"{SPECS}.Worker.template.spec.containers[1].image: '' should be non-empty",
         ),
         id="sidecar-image-empty",
     ),
@@ -421,9 +491,106 @@ INVALID = [
         *case(
             "dist-cpu.yaml",
             run_policy(schedulingPolicy={"minAvailable": -1}),
-            "spec.runPolicy.schedulingPolicy.minAvailable: -1 is less than the minimum of 0",
+            "spec.runPolicy.schedulingPolicy.minAvailable: -1 is less than the minimum of 1",
         ),
         id="negative-min-available",
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            run_policy(schedulingPolicy={"minAvailable": 0}),
+            "spec.runPolicy.schedulingPolicy.minAvailable: 0 is less than the minimum of 1",
+        ),
+        id="min-available-0-refused-by-scheduler-plugins",
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            run_policy(schedulingPolicy={"queue": "Team_A"}),
+            f"spec.runPolicy.schedulingPolicy.queue: 'Team_A' does not match '{QUEUE_PATTERN}'",
+        ),
+        id="queue-not-a-dns-1123-subdomain",
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            {"spec": {"mxReplicaSpecs": {"Worker": {"replicas": MAX_REPLICAS - 2}}}},
+            f"{SPECS}: at most {MAX_REPLICAS} replicas in all",
+            MX_CONFIG_TOO_LONG,
+        ),
+        id="one-replica-over-the-hooks-cap",
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            worker(containers(MXNET | {"env": [{"value": "1"}]})),
+            f"{SPECS}.Worker.template.spec.containers[0].env[0]: 'name' is a required property",
+            UNCHECKED,
+        ),
+        id="env-entry-without-a-name",
+    ),
+    *(
+        pytest.param(
+            *case(
+                "dist-cpu.yaml",
+                worker(containers(MXNET | {"env": [{"name": name, "value": "1"}]})),
+                f"{SPECS}.Worker.template.spec.containers[0].env[0].name: '{name}' does not "
+                "match '^[ -<>-~]+$'",
+            ),
+            id=f"env-name-{what}",
+        )
+        for what, name in {"empty": "", "with-equals": "A=B", "non-ascii": "É"}.items()
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            worker(containers(MXNET | {"imagee": "mxjob/mxnet:1.9.2"})),
+            f"{SPECS}.Worker.template.spec.containers[0]: Additional properties are not allowed "
+            "('imagee' was unexpected)",
+            UNCHECKED,
+            hook=False,
+        ),
+        id="unknown-container-field",
+    ),
+    *(
+        pytest.param(
+            *case(
+                "dist-cpu.yaml",
+                worker({"template": {"metadata": {"labels": {key: "a"}}}}),
+                f"{SPECS}.Worker.template.metadata.labels: {KEYS}",
+            ),
+            id=f"label-key-{name}",
+        )
+        for name, key in BAD_KEYS.items()
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            worker({"template": {"metadata": {"annotations": {"bad key": "a"}}}}),
+            f"{SPECS}.Worker.template.metadata.annotations: {KEYS}",
+        ),
+        id="annotation-key-with-a-space",
+    ),
+    *(
+        pytest.param(
+            *case(
+                "dist-cpu.yaml",
+                worker({"template": {"metadata": {"labels": {"team": value}}}}),
+                f"{SPECS}.Worker.template.metadata.labels.team: '{value}' does not match "
+                f"'{LABEL_VALUE_PATTERN}'",
+            ),
+            id=f"label-value-{name}",
+        )
+        for name, value in BAD_VALUES.items()
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            worker({"template": {"metadata": {"labels": {"team": "a" * 64}}}}),
+            f"{SPECS}.Worker.template.metadata.labels.team: '{'a' * 64}' is too long",
+            UNCHECKED,
+        ),
+        id="label-value-64-characters",
     ),
     pytest.param(
         *case(

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from app import __main__ as cli
+from app import server
 
 REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
@@ -86,9 +87,9 @@ def test_base_image_is_pinned_python_of_the_project() -> None:
     assert pinned.groups() == requires.groups()
 
 
-def test_copies_only_the_runtime_requirements_and_the_app() -> None:
+def test_copies_only_the_runtime_requirements_the_licence_and_the_app() -> None:
     copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
-    assert copies == ["requirements.txt ./", "app/ ./app/"]
+    assert copies == ["requirements.txt ./", "LICENSE ./", "app/ ./app/"]
 
 
 def test_installs_only_requirements_txt() -> None:
@@ -119,7 +120,7 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(cli.uvicorn, "run", lambda *a, **kw: calls.append((a, kw)))
+    monkeypatch.setattr(server.uvicorn, "run", lambda *a, **kw: calls.append((a, kw)))
     for command in (
         make_run(host="0.0.0.0", port="8080"),
         arguments("ENTRYPOINT") + arguments("CMD"),
@@ -127,6 +128,11 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
         assert command[:3] == ["python", "-m", "app"]
         cli.main(command[3:])
     image, make = calls
+    # Each start makes its own protocol class; what it carries is the deadlines.
+    protocols = [call[1].pop("http") for call in calls]
+    assert {(p.head_seconds, p.send_seconds) for p in protocols} == {
+        (protocols[0].head_seconds, protocols[0].send_seconds)
+    }
     assert image == make
     assert (image[0], image[1]["host"], image[1]["port"]) == (("app.web:app",), "0.0.0.0", 8080)
 
@@ -134,4 +140,4 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
 def test_build_context_holds_only_what_the_image_copies() -> None:
     lines = (REPO / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == ["*", "!requirements.txt", "!app/", "app/**/__pycache__"]
+    assert patterns == ["*", "!requirements.txt", "!LICENSE", "!app/", "app/**/__pycache__"]

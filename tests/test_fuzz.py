@@ -70,8 +70,13 @@ BASES: dict[str, Callable[[], dict[str, Any]]] = {
 _BUILT = {name: build() for name, build in BASES.items()}
 
 HUGE = st.sampled_from([2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**30, -(2**63)])
+# Digits that are not ASCII: str.isdigit() is true for all of them, int() refuses some.
+UNICODE_DIGITS = ["²", "①", "٣", "1²", "\uff11"]  # the last one is FULLWIDTH DIGIT ONE
 ODD_TEXT = st.sampled_from(
-    ["", " ", "Worker", "WORKER", "ünïcødé-名前", "\u0000", "🙂" * 70, "a" * 300, "-1", "1e3", "٣"]
+    [
+        *["", " ", "Worker", "WORKER", "ünïcødé-名前", "\u0000", "🙂" * 70, "a" * 300, "-1", "1e3"],
+        *UNICODE_DIGITS,
+    ]
 )
 ODD_SCALAR = (
     st.none()
@@ -142,6 +147,11 @@ POD_FIELDS = [
     ("metadata", "annotations", names.ANNOTATION_RESTARTS),
     ("metadata", "name"),
 ]
+SERVICE_FIELDS = [
+    ("metadata", "annotations", names.LABEL_ATTEMPT),
+    ("metadata", "annotations", names.ANNOTATION_RESTARTS),
+    ("metadata", "labels", names.LABEL_INDEX),
+]
 
 
 def _set(doc: Any, path: tuple[Any, ...], value: Any) -> bool:
@@ -180,6 +190,11 @@ def _pods(request: dict[str, Any]) -> list[Any]:
     return list(group.values()) if isinstance(group, dict) else []
 
 
+def _services(request: dict[str, Any]) -> list[Any]:
+    group = pods.dig(request, "children", "Service.v1")
+    return list(group.values()) if isinstance(group, dict) else []
+
+
 @st.composite
 def mutation(draw: st.DrawFn, request: dict[str, Any]) -> str:
     """Apply one random mutation to `request` in place; returns what it did."""
@@ -194,6 +209,7 @@ def mutation(draw: st.DrawFn, request: dict[str, Any]) -> str:
                 "pod-status",
                 "field",
                 "pod-field",
+                "service-field",
             ]
         )
     )
@@ -206,6 +222,11 @@ def mutation(draw: st.DrawFn, request: dict[str, Any]) -> str:
         pod, path = draw(st.sampled_from(_pods(request))), draw(st.sampled_from(POD_FIELDS))
         if _set(pod, path, value):
             return f"pod field {path} = {value!r}"
+    if kind == "service-field" and _services(request):
+        service = draw(st.sampled_from(_services(request)))
+        path = draw(st.sampled_from(SERVICE_FIELDS))
+        if _set(service, path, value):
+            return f"service field {path} = {value!r}"
     if kind == "case-duplicate":
         specs = pods.dig(request, "parent", "spec", "mxReplicaSpecs")
         if isinstance(specs, dict) and specs:
@@ -299,6 +320,9 @@ def _may_drop(request: dict[str, Any], answer: dict[str, Any], pod: dict[str, An
     parent = request["parent"]
     if _finished_in(answer["status"]) or _finished_in(parent.get("status")):
         return True
+    if not isinstance(pods.dig(pod, "metadata", "name"), str):
+        return True  # no pod the API server holds: an invalid spec echoes it, re-encoded
+
     job = parent["metadata"]["name"]
     try:
         spec = parse(job, parent.get("spec"))
@@ -346,3 +370,29 @@ def test_unmutated_bases_are_answered(client: AsgiClient, base: str) -> None:
     reply = _post(client, _BUILT[base])
     assert reply.status_code == 200
     assert reply.json() == sync(copy.deepcopy(_BUILT[base]), NOW)
+
+
+@pytest.mark.parametrize("digits", UNICODE_DIGITS)
+@pytest.mark.parametrize(
+    ("kind", "path"),
+    [
+        *(pytest.param("Pod.v1", p, id=f"pod-{p[-1]}") for p in POD_FIELDS[:2]),
+        pytest.param("Pod.v1", POD_FIELDS[4], id="pod-restarts-before"),
+        *(pytest.param("Service.v1", p, id=f"service-{p[1]}-{p[-1]}") for p in SERVICE_FIELDS),
+    ],
+)
+def test_unicode_digits_are_malformed_not_a_500(
+    client: AsgiClient, digits: str, kind: str, path: tuple[str, ...]
+) -> None:
+    """Every place a count is read back from a child: the value is ignored (the pod's own
+    name says which attempt it is), the job keeps the pods it had."""
+    request = copy.deepcopy(_BUILT["restarting-exit-code"])
+    for child in request["children"][kind].values():
+        _set(child, path, digits)
+
+    reply = _post(client, request)
+
+    assert reply.status_code == 200
+    _check_answer(reply.json())
+    unmutated = sync(copy.deepcopy(_BUILT["restarting-exit-code"]), NOW)
+    assert s.names(s.pods_of(reply.json())) == s.names(s.pods_of(unmutated))

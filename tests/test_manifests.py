@@ -3,8 +3,6 @@ children in the golden files."""
 
 import functools
 import json
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -13,12 +11,19 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from app import __version__
+from tests.kustomize import hook_objects
+
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
 KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
 # The oldest release the install supports: CEL rules with `reason` and `fieldPath` came in 1.28.
 OLDEST = "1.28.0"
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
+# Cluster-scoped objects only some overlays add: Kubeflow's aggregated roles.
+OVERLAY_CLUSTER_SCOPED = {"kubeflow": {"ClusterRole"}}
+# Where the release workflow publishes the image; every overlay pins it at app.__version__.
+IMAGE = "ghcr.io/mxjob-controller/mxjob-controller"
 HOOK_LABELS = {
     "app.kubernetes.io/name": "mxjob-controller",
     "app.kubernetes.io/component": "sync-hook",
@@ -39,22 +44,13 @@ LAYOUT = {
     "kubeflow": ("kubeflow", False, None),
     "volcano": ("mxjob-system", True, VOLCANO),
     "scheduler-plugins": ("mxjob-system", True, SCHEDULER_PLUGINS),
+    "with-metacontroller": ("mxjob-system", True, None),
 }
 
 
 @functools.cache
 def build(overlay: str) -> tuple[dict[str, Any], ...]:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (with its built-in kustomize) must be on PATH"
-    result = subprocess.run(
-        [kubectl, "kustomize", str(OVERLAYS / overlay)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return tuple(yaml.safe_load_all(result.stdout))
+    return hook_objects(overlay)
 
 
 def the(overlay: str, kind: str) -> dict[str, Any]:
@@ -250,11 +246,13 @@ def test_composite_controller_schema_is_strict(spec: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
 def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> None:
     namespace, _, podgroup = layout
-    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": {"method": "OnDelete"}}
-    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": {"method": "InPlace"}}
+    in_place, on_delete = {"method": "InPlace"}, {"method": "OnDelete"}
+    config_maps = {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": in_place}
+    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": on_delete}
+    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": in_place}
     assert the(overlay, "CompositeController")["spec"] == {
         "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
-        "childResources": [pods, services, *([podgroup] if podgroup else [])],
+        "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
         "generateSelector": True,
         "resyncPeriodSeconds": 30,
         "hooks": {
@@ -280,6 +278,7 @@ def test_namespaces(overlay: str, layout: tuple[str, bool, Any]) -> None:
     placed = {(doc["kind"], doc["metadata"].get("namespace")) for doc in build(overlay)}
     namespaced = {"ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
     cluster = CLUSTER_SCOPED if creates_it else CLUSTER_SCOPED - {"Namespace"}
+    cluster |= OVERLAY_CLUSTER_SCOPED.get(overlay, set())
     assert placed == {(k, namespace) for k in namespaced} | {(k, None) for k in cluster}
     if creates_it:
         assert the(overlay, "Namespace")["metadata"]["name"] == namespace
@@ -359,7 +358,7 @@ def test_hook_pods_are_hardened(overlay: str) -> None:
 def test_hook_container_serves_and_is_probed(overlay: str) -> None:
     (container,) = the(overlay, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert (container["image"], container["command"]) == (
-        "mxjob-controller:0.1.0",
+        f"{IMAGE}:{__version__}",
         ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"],
     )
     for probe in ("livenessProbe", "readinessProbe"):

@@ -172,8 +172,58 @@ WT = "spec.mxReplicaSpecs.Worker.template"
         pytest.param(
             "mnist",
             _set("runPolicy", {"schedulingPolicy": {"minAvailable": -1}}),
-            "spec.runPolicy.schedulingPolicy.minAvailable: Input should be greater than or equal to 0",
+            "spec.runPolicy.schedulingPolicy.minAvailable: Input should be greater than or equal to 1",
             id="negative-min-available",
+        ),
+        pytest.param(
+            "mnist",
+            _set("runPolicy", {"schedulingPolicy": {"minAvailable": 0}}),
+            "spec.runPolicy.schedulingPolicy.minAvailable: Input should be greater than or equal to 1",
+            id="min-available-0-refused-by-scheduler-plugins",
+        ),
+        pytest.param(
+            "mnist",
+            _set("runPolicy", {"schedulingPolicy": {"queue": "Team_A"}}),
+            "spec.runPolicy.schedulingPolicy.queue: 'Team_A' must name a Volcano Queue, so be a "
+            "DNS-1123 subdomain",
+            id="queue-not-a-dns-1123-subdomain",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.metadata", {"labels": {"bad key": "a"}}),
+            f"{WT}.metadata.labels: key 'bad key' must be a qualified name",
+            id="label-key-with-a-space",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.metadata", {"labels": {"k" * 64: "a"}}),
+            f"{WT}.metadata.labels: key '{'k' * 64}' must be a qualified name",
+            id="label-key-64-characters",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.metadata", {"labels": {"-team": "a"}}),
+            f"{WT}.metadata.labels: key '-team' must be a qualified name",
+            id="label-key-leading-dash",
+        ),
+        pytest.param(
+            "mnist",
+            _set(f"{W}.template.metadata", {"annotations": {"example.com/": "a"}}),
+            f"{WT}.metadata.annotations: key 'example.com/' must be a qualified name",
+            id="annotation-key-without-a-name",
+        ),
+        *(
+            pytest.param(
+                "mnist",
+                _set(f"{W}.template.metadata", {"labels": {"team": value}}),
+                f"{WT}.metadata.labels.team: value {value!r} must be empty or at most 63",
+                id=f"label-value-{case}",
+            )
+            for case, value in {
+                "space": "a b",
+                "64-characters": "v" * 64,
+                "leading-dash": "-a",
+            }.items()
         ),
         pytest.param(
             "mnist",
@@ -187,8 +237,21 @@ WT = "spec.mxReplicaSpecs.Worker.template"
                 f"{W}.template.spec.containers",
                 [{"name": "mxnet", "image": "x", "env": [{"value": "1"}]}],
             ),
-            f"{WT}.spec.containers[0].env: must be a list of objects with a name",
+            f"{WT}.spec.containers[0].env[0].name: required: every env entry needs a name",
             id="env-without-name",
+        ),
+        *(
+            pytest.param(
+                "mnist",
+                _set(
+                    f"{W}.template.spec.containers",
+                    [{"name": "mxnet", "image": "x", "env": [{"name": "OK"}, {"name": name}]}],
+                ),
+                f"{WT}.spec.containers[0].env[1].name: {name!r} must be printable ASCII "
+                "without '='",
+                id=f"env-name-{case}",
+            )
+            for case, name in {"empty": "", "with-equals": "A=B", "non-ascii": "É"}.items()
         ),
         pytest.param(
             "mnist",

@@ -216,6 +216,15 @@ def etcd_command(etcd: Path, data_dir: Path, client_port: int, peer_port: int) -
     ]  # fmt: skip
 
 
+# Every request's metadata (who, verb, resource, namespace, code), once, when its response is done.
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived", "ResponseStarted"],
+    "rules": [{"level": "Metadata"}],
+}
+
+
 def apiserver_command(
     binary: Path, pki: Pki, token_file: Path, etcd_port: int, port: int, cert_dir: Path
 ) -> list[str]:
@@ -256,10 +265,29 @@ def write_kubeconfig(path: Path, url: str, ca_cert: Path, token: str) -> Path:
     return path
 
 
+def audit_flags(workdir: Path, audit_log: Path) -> list[str]:
+    """The flags that write every request to `audit_log`, one JSON event a line."""
+    policy = workdir / "audit-policy.yaml"
+    policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+    return [
+        f"--audit-policy-file={policy}", f"--audit-log-path={audit_log}",
+        "--audit-log-format=json", "--audit-log-mode=blocking", "--audit-log-maxsize=0",
+    ]  # fmt: skip
+
+
 @contextmanager
-def cluster(binaries: Binaries, workdir: Path, flags: tuple[str, ...] = ()) -> Iterator[ApiServer]:
+def cluster(
+    binaries: Binaries,
+    workdir: Path,
+    audit_log: Path | None = None,
+    flags: tuple[str, ...] = (),
+) -> Iterator[ApiServer]:
     """etcd plus kube-apiserver on free loopback ports, with a static system:masters token;
-    `flags` are added to the API server's command line (for example `--event-ttl=20s`)."""
+    `flags` are added to the API server's command line (for example `--event-ttl=20s`).
+
+    With `audit_log`, the API server also writes every request's metadata there, a JSON line
+    per request, before it answers (blocking mode: the log is complete when the answer is in).
+    """
     pki = make_pki(workdir)
     token = secrets.token_hex(16)
     token_file = workdir / "tokens.csv"
@@ -273,6 +301,8 @@ def cluster(binaries: Binaries, workdir: Path, flags: tuple[str, ...] = ()) -> I
         command = apiserver_command(
             binaries.kube_apiserver, pki, token_file, etcd_port, port, workdir / "certs"
         ) + list(flags)
+        if audit_log is not None:
+            command += audit_flags(workdir, audit_log)
         with running(command, apiserver_log) as apiserver_process:
             url = f"https://127.0.0.1:{port}"
             context = ssl.create_default_context(cafile=str(pki.ca_cert))

@@ -10,6 +10,8 @@ Public API for tests in this directory:
   scripts/metacontroller-binary.sh on first use.
 - `real_stack` (session): the real hook and the real Metacontroller running against `apiserver`,
   with our CRDs and our CompositeController installed (`realstack.py`).
+- `rest` (session): the API server's REST API (`rest.py`), for polling and playing the kubelet.
+- `figure` (session): `figure(line)` prints a measured figure on the terminal as the tier runs.
 Every test collected here is marked `apiserver`.
 """
 
@@ -24,12 +26,14 @@ from .cluster import ApiServer, Binaries, ClusterError, cluster, obtain_binaries
 from .realstack import (
     Hook,
     Metacontroller,
+    delete_jobs,
     install_controller,
     obtain_metacontroller,
     run_metacontroller,
     serve_hook,
 )
 from .resources import install_crds
+from .rest import Rest
 
 HERE = Path(__file__).parent
 
@@ -38,6 +42,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.apiserver)
+    # Once `real_stack` is up, Metacontroller syncs every MXJob on the server: tests that write
+    # a job's children or status themselves (test_golden_children.py) must come before it.
+    items.sort(key=lambda item: "real_stack" in getattr(item, "fixturenames", ()))
 
 
 def _progress(pytestconfig: pytest.Config) -> Callable[[str], None]:
@@ -86,11 +93,14 @@ def real_stack(
     apiserver: ApiServer, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RealStack]:
     """The real hook and the real Metacontroller on `apiserver`, our CRDs and CompositeController
-    installed. Tests share it: each works in its own namespace."""
+    installed, the MXJobs of earlier tests deleted. Tests share it: each works in its own
+    namespace. From here on Metacontroller syncs every MXJob on `apiserver`, so the tests that
+    do not use it run first (see pytest_collection_modifyitems)."""
     workdir = tmp_path_factory.mktemp("real-stack")
     failure = None
     try:
         install_crds(apiserver)
+        delete_jobs(apiserver)
         with serve_hook(workdir) as hook:
             install_controller(apiserver, hook.url)
             with run_metacontroller(metacontroller_binary, apiserver, workdir) as controller:
@@ -123,3 +133,16 @@ def namespace(apiserver: ApiServer) -> str:
     name = f"t-{uuid.uuid4().hex[:10]}"
     apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     return name
+
+
+@pytest.fixture(scope="session")
+def rest(apiserver: ApiServer) -> Rest:
+    """The API server's REST API with the admin token."""
+    return Rest(apiserver)
+
+
+@pytest.fixture(scope="session")
+def figure(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Print a measured figure (a delay, a duration) on the terminal, even under capture."""
+    progress = _progress(pytestconfig)
+    return lambda line: progress(f"\nfigure: {line}")  # off the line of progress dots

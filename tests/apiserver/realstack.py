@@ -2,14 +2,17 @@
 
 - `obtain_metacontroller` runs scripts/metacontroller-binary.sh (built from Metacontroller's
   source and cached; `METACONTROLLER_BIN` or `METACONTROLLER_SRC` override it).
-- `serve_hook` runs `python -m app serve` on a free loopback port.
+- `serve_hook` runs `python -m app serve` on a free loopback port; `Hook.down()` stops it for a
+  while and starts it again on the same port (a hook outage).
 - `run_metacontroller` runs Metacontroller out of cluster with the API server's kubeconfig.
+- `delete_jobs` deletes the MXJobs earlier tests left, before Metacontroller starts.
 - `install_controller` applies Metacontroller's CRDs and our CompositeController exactly as
   shipped (metacontroller/compositecontroller.yaml) except that its webhook points at the hook's
   loopback URL.
 """
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -18,7 +21,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +51,11 @@ def metacontroller_crds() -> Path:
                       "manifests/production/metacontroller-crds-v1.yaml"):  # fmt: skip
         if (source / candidate).is_file():
             return source / candidate
-    raise ClusterError(f"no metacontroller-crds-v1.yaml under {source}/manifests")
+    raise ClusterError(
+        f"no metacontroller-crds-v1.yaml under {source}/manifests: set METACONTROLLER_SRC to a "
+        "checkout of Metacontroller v4.17.2 (its CRDs are read from there, even with "
+        "METACONTROLLER_BIN)"
+    )
 
 
 def obtain_metacontroller(progress: Callable[[str], None]) -> Path:
@@ -88,11 +95,49 @@ def _http_ok(url: str) -> bool:
         return False
 
 
-@dataclass(frozen=True)
+@dataclass
 class Hook:
+    """The hook's process on a fixed loopback port. `down()` stops it for a while (a hook
+    outage) and starts it again on the same port, so Metacontroller's URL stays valid."""
+
     url: str
     log: Path
     process: subprocess.Popen[bytes]
+    port: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+
+    def syncs(self, namespace: str, name: str) -> int:
+        """How many syncs of this job the hook has answered (it logs one line per sync)."""
+        count = 0
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict):
+                continue
+            job = (entry.get("namespace"), entry.get("job"))
+            count += job == (namespace, name) and entry.get("status") == 200
+        return count
+
+    @contextmanager
+    def down(self) -> Iterator[None]:
+        """The hook is stopped inside the block and serves again, same port, when it ends."""
+        _stop(self.process)
+        try:
+            yield
+        finally:
+            self.process = _start_hook(self.port, self.log, self.env)
+            wait_until(lambda: _http_ok(f"{self.url}/healthz"), self.process, self.log, "the hook")
+
+
+def _start_hook(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    with log.open("ab") as sink:
+        return subprocess.Popen(
+            command, cwd=REPO, env={**os.environ, **env}, stdout=sink, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
 
 
 @contextmanager
@@ -100,19 +145,12 @@ def serve_hook(workdir: Path, env: dict[str, str] | None = None) -> Iterator[Hoo
     """The real hook (`python -m app serve`) on a free loopback port."""
     port = free_port()
     log = workdir / f"hook-{port}.log"
-    command = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    environment = {**os.environ, **(env or {})}
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            command, cwd=REPO, env=environment, stdout=sink, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+    hook = Hook(f"http://127.0.0.1:{port}", log, _start_hook(port, log, env or {}), port, env or {})
     try:
-        url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _http_ok(f"{url}/healthz"), process, log, "the hook")
-        yield Hook(url, log, process)
+        wait_until(lambda: _http_ok(f"{hook.url}/healthz"), hook.process, log, "the hook")
+        yield hook
     finally:
-        _stop(process)
+        _stop(hook.process)
 
 
 @dataclass(frozen=True)
@@ -151,6 +189,13 @@ def composite_controller(hook_url: str) -> dict[str, Any]:
     webhook.pop("service", None)
     webhook["url"] = f"{hook_url}{path}"
     return controller
+
+
+def delete_jobs(server: ApiServer) -> None:
+    """Delete every MXJob. Tests that ran before the real stack started (admission, golden
+    answers) leave jobs that no controller ran; Metacontroller would sync them all first, at
+    its 5 writes a second, ahead of the jobs of the tests that follow."""
+    server.kubectl("delete", "mxjobs.kubeflow.org", "--all", "--all-namespaces", "--wait=false")
 
 
 def install_controller(server: ApiServer, hook_url: str) -> None:

@@ -1,12 +1,15 @@
 """The CRDs this tier installs, and a child as Metacontroller would write it for its parent."""
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from .cluster import ApiServer
+from .waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 MXJOB_CRD = REPO / "manifests" / "base" / "crd.yaml"
@@ -21,7 +24,48 @@ def install_crds(server: ApiServer) -> None:
     documents = [yaml.safe_load(path.read_text()) for path in (MXJOB_CRD, *PODGROUP_CRDS)]
     server.apply(*documents)
     names = [f"crd/{document['metadata']['name']}" for document in documents]
+    # `kubectl wait` fails at once, instead of waiting, while a CRD has no conditions yet (a
+    # large schema takes the server a moment): wait for the conditions to exist first.
+    for name in names:
+        server.kubectl(
+            "wait", "--for=jsonpath={.status.conditions}", "--timeout=60s", name
+        )  # fmt: skip
     server.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+
+
+def without_rules(document: Any) -> Any:
+    """The document with every `x-kubernetes-validations` (CEL rule list) left out."""
+    if isinstance(document, dict):
+        return {k: without_rules(v) for k, v in document.items() if k != "x-kubernetes-validations"}
+    if isinstance(document, list):
+        return [without_rules(item) for item in document]
+    return document
+
+
+@contextmanager
+def crd_without_rules(server: ApiServer, namespace: str, probe: dict[str, Any]) -> Iterator[None]:
+    """Inside the block the MXJob CRD has no CEL rules, as on a cluster that ignores them (CRD
+    validation rules are GA only since Kubernetes 1.29), so what they refuse reaches the hook.
+    The API server takes a CRD change into its handlers asynchronously: the block starts once
+    a dry run admits `probe`, a job the rules refuse, and ends once the restored rules refuse
+    it again."""
+    shipped = yaml.safe_load(MXJOB_CRD.read_text())
+    server.apply(without_rules(shipped))
+    try:
+        wait_for(lambda: admits(server, namespace, probe), "the CRD without its rules")
+        yield
+    finally:
+        server.apply(shipped)
+        wait_for(lambda: not admits(server, namespace, probe), "the CRD with its rules again")
+
+
+def admits(server: ApiServer, namespace: str, document: dict[str, Any]) -> bool:
+    """Whether the API server would accept `document` now (a server-side dry run)."""
+    result = server.kubectl(
+        "create", "--dry-run=server", f"--namespace={namespace}", "-f", "-",
+        input=yaml.safe_dump(document), check=False,
+    )  # fmt: skip
+    return result.returncode == 0
 
 
 def owner_reference(parent: dict[str, Any]) -> dict[str, Any]:

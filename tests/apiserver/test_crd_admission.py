@@ -2,17 +2,24 @@
 and refuses each invalid case of contract section 2 with the CRD's own message."""
 
 import copy
+import json
 import uuid
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.test_crd import INVALID, VALID
+from app.validation import MAX_REPLICAS
+from scripts import crd_pod_template
+from tests.test_crd import INVALID, VALID, job
 
 from . import wording
-from .cluster import ApiServer, KubectlError
-from .resources import MXJOB, install_crds
+from .cluster import ApiServer, Binaries, KubectlError
+from .resources import MXJOB, MXJOB_CRD, install_crds
+
+# What a client-side `kubectl apply` may store in its last-applied-configuration annotation:
+# the API server refuses an object whose annotations exceed 256 KiB in all.
+ANNOTATIONS_LIMIT = 256 * 1024
 
 pytestmark = pytest.mark.apiserver
 
@@ -85,3 +92,130 @@ def test_refused_by_create_with_the_schemas_words(
 
     stderr = refused.value.result.stderr
     assert [line for line in wording.create(expected) if line not in stderr] == []
+
+
+def test_crd_is_what_the_generator_writes(k8s_binaries: Binaries) -> None:
+    """The pod-template schema is generated from the pinned Kubernetes' OpenAPI (the module
+    k8s-binaries.sh downloaded to build the API server), never edited by hand."""
+    current = MXJOB_CRD.read_text()
+
+    assert current == crd_pod_template.rendered(current, crd_pod_template.k8s_version())
+
+
+def test_client_side_apply_fits_its_annotation(apiserver: ApiServer) -> None:
+    """`kubectl apply -f` without --server-side works: the last-applied annotation (the
+    whole CRD as compact JSON) is well under the API server's 256 KiB."""
+    applied = apiserver.kubectl("apply", "--dry-run=server", "-o", "json", "-f", str(MXJOB_CRD))
+
+    annotations = json.loads(applied.stdout)["metadata"]["annotations"]
+    last_applied = annotations["kubectl.kubernetes.io/last-applied-configuration"]
+    assert len(last_applied.encode()) < ANNOTATIONS_LIMIT / 2, len(last_applied)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "refusal"),
+    [
+        pytest.param(
+            "imagee", "mxjob/mxnet:1.9.2",
+            'unknown field "spec.mxReplicaSpecs.Worker.template.spec.containers[0].imagee"',
+            id="container",
+        ),
+        pytest.param(
+            "resources", {"limit": {"cpu": "1"}},
+            'unknown field "spec.mxReplicaSpecs.Worker.template.spec.containers[0].resources.limit"',
+            id="nested-in-resources",
+        ),
+    ],
+)  # fmt: skip
+def test_strict_field_validation_reports_unknown_template_fields(
+    apiserver: ApiServer, refusals: str, field: str, value: Any, refusal: str
+) -> None:
+    """A typo anywhere in a pod template is reported by the API server, as for a Pod."""
+    doc = placed(job("dist-cpu.yaml", {}), refusals)
+    doc["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][field] = value
+
+    strict = apiserver.kubectl(
+        "create", "--validate=strict", "-f", "-", input=yaml.safe_dump(doc), check=False
+    )
+    warned = apiserver.kubectl(
+        "create", "--validate=warn", "--dry-run=server", "-f", "-",
+        input=yaml.safe_dump(doc), check=False,
+    )  # fmt: skip
+
+    assert (strict.returncode, refusal in strict.stderr) == (1, True), strict.stderr
+    assert (warned.returncode, refusal in warned.stderr) == (0, True), warned.stderr
+
+
+def test_scheduler_plugins_refuses_the_min_member_our_rule_keeps_out(
+    apiserver: ApiServer, refusals: str
+) -> None:
+    """Why minAvailable must be at least 1: the PodGroup a 0 would give is refused."""
+    group = {
+        "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+        "kind": "PodGroup",
+        "metadata": {"name": "mnist", "namespace": refusals},
+        "spec": {"minMember": 0},
+    }
+
+    refused = apiserver.apply(group, check=False)
+
+    assert refused.returncode == 1
+    assert (
+        "spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1"
+        in refused.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "refusal"),
+    [
+        pytest.param(
+            {"Worker": {"replicas": MAX_REPLICAS}},
+            f"spec.mxReplicaSpecs: Invalid value: \"object\": at most {MAX_REPLICAS} replicas in all",
+            id="too-many-replicas",
+        ),
+        pytest.param(
+            {"Worker": {"template": {"spec": {"containers": [{"name": "mxnet", "image": "x", "env": [{"value": "1"}]}]}}}},
+            "spec.mxReplicaSpecs.Worker.template.spec.containers[0].env[0].name: Required value",
+            id="env-entry-without-a-name",
+        ),
+        pytest.param(
+            {"Worker": {"template": {"metadata": {"labels": {"bad key": "x"}}}}},
+            "spec.mxReplicaSpecs[Worker].template.metadata.labels: Invalid value: \"object\": keys must be qualified names",
+            id="label-key-with-a-space",
+        ),
+    ],
+)  # fmt: skip
+def test_an_edit_of_a_stored_job_is_refused_and_changes_nothing(
+    apiserver: ApiServer, namespace: str, edit: dict[str, Any], refusal: str
+) -> None:
+    """What training-operator's webhook did for an edit: `kubectl apply` fails, the stored job
+    keeps its spec, and the hook never sees the bad edit."""
+    doc = placed(job("dist-cpu.yaml", {}), namespace)
+    apiserver.kubectl("apply", "-f", "-", input=yaml.safe_dump(doc))
+    before = apiserver.get(MXJOB, doc["metadata"]["name"], f"--namespace={namespace}")
+
+    edited = job("dist-cpu.yaml", {"spec": {"mxReplicaSpecs": edit}})
+    refused = apiserver.kubectl(
+        "apply", "-f", "-", input=yaml.safe_dump(placed(edited, namespace)), check=False
+    )
+
+    after = apiserver.get(MXJOB, doc["metadata"]["name"], f"--namespace={namespace}")
+    assert (refused.returncode, refusal in refused.stderr) == (1, True), refused.stderr
+    assert (after["spec"], after["metadata"]["generation"]) == (
+        before["spec"],
+        before["metadata"]["generation"],
+    )
+
+
+def test_the_generators_source_is_what_the_api_server_serves(apiserver: ApiServer) -> None:
+    """The OpenAPI file taken from the k8s.io/kubernetes module gives the same pod-template
+    schema as the pinned API server's own /openapi/v3/api/v1."""
+    served = json.loads(apiserver.kubectl("get", "--raw", "/openapi/v3/api/v1").stdout)
+    module = crd_pod_template.openapi_document(crd_pod_template.k8s_version())
+
+    def template(document: dict[str, Any]) -> Any:
+        schemas = document["components"]["schemas"]
+        return crd_pod_template.structural(schemas, schemas[crd_pod_template.ROOT])
+
+    assert template(served) == template(module)

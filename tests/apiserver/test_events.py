@@ -24,7 +24,7 @@ import yaml
 from app.events import MAX_AGE_SECONDS
 
 from .cluster import ApiServer, Binaries, ClusterError, cluster
-from .metacontroller import Clock, Kubelet
+from .kubelet import Kubelet
 from .realstack import (
     Hook,
     composite_controller,
@@ -33,6 +33,7 @@ from .realstack import (
     serve_hook,
 )
 from .resources import install_crds
+from .rest import Rest
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
@@ -182,7 +183,7 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
         # Exactly one: a sync that saw the status from before its last write may stamp the
         # transition again, and that second Event is deleted a sync later.
         assert wait_for(lambda: job.reasons() == ["MXJobCreated"], 30, "the Created Event")
-        kubelet = Kubelet(stack.server, job.namespace, Clock(datetime.now(UTC)))
+        kubelet = Kubelet(Rest(stack.server), job.namespace)
         kubelet.run()
         story = ["MXJobCreated", "MXJobRunning"]
         assert wait_for(lambda: job.reasons() == story, 30, "the Running Event")

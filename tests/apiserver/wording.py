@@ -18,10 +18,14 @@ import re
 
 from tests.crd_admission import NOT_CHECKED, openapi_schema, rules
 
+LABEL_VALUE_LENGTH = 63
+
 _MINIMUM = re.compile(r"(?P<value>-?\d+) is less than the minimum of (?P<minimum>\d+)")
 _ENUM = re.compile(r"'(?P<value>.*)' is not one of (?P<values>\[.*\])")
 _PATTERN = re.compile(r"'(?P<value>.*)' does not match '(?P<pattern>.*)'")
 _TOO_LONG = re.compile(r"'.*' is too long")
+_REQUIRED = re.compile(r"'(?P<field>\w+)' is a required property")
+_EMPTY = re.compile(r"'' should be non-empty")
 _TYPE = re.compile(r"'.*' is not of type '(?P<type>\w+)'")
 _UNKNOWN = re.compile(
     r"Additional properties are not allowed \('(?P<field>[^']+)' was unexpected\)"
@@ -70,6 +74,8 @@ def _validation(path: str, message: str) -> str:
         return f"{_cel_path(path)}: {_REASONS[_cel_reasons()[message]]}: {message}"
     if not path:
         return f'<nil>: Invalid value: "null": {NOT_CHECKED}'
+    if m := _REQUIRED.fullmatch(message):
+        return f"{path}.{m['field']}: Required value"
     return f"{path}: {_schema_message(path, message)}"
 
 
@@ -82,8 +88,11 @@ def _schema_message(path: str, message: str) -> str:
     if m := _PATTERN.fullmatch(message):
         pattern = m["pattern"].replace("\\\\", "\\")  # jsonschema quotes it with repr()
         return f"Invalid value: \"{m['value']}\": {path} in body should match '{pattern}'"
-    if _TOO_LONG.fullmatch(message) and path == "metadata.name":
-        limit = openapi_schema()["properties"]["metadata"]["properties"]["name"]["maxLength"]
+    if _EMPTY.fullmatch(message):
+        return f'Invalid value: "": {path} in body should be at least 1 chars long'
+    if _TOO_LONG.fullmatch(message) and (path == "metadata.name" or ".labels." in path):
+        meta = openapi_schema()["properties"]["metadata"]["properties"]
+        limit = meta["name"]["maxLength"] if path == "metadata.name" else LABEL_VALUE_LENGTH
         return f"Too long: may not be more than {limit} bytes"
     if m := _TYPE.fullmatch(message):
         return f'Invalid value: "string": {path} in body must be of type {m["type"]}: "string"'

@@ -1,0 +1,77 @@
+"""The real stack on loopback for `make demo`, tests/e2e and `make bench-e2e`: etcd,
+kube-apiserver, the hook, our CRD and CompositeController, and the real Metacontroller (run
+with any flags, one at a time).
+
+It is tests/apiserver's machinery (cluster.py, realstack.py, resources.py) put together once;
+nothing here is a double. `Stack.metacontroller(flags)` runs one Metacontroller at a time.
+"""
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from tests.apiserver.cluster import ApiServer, cluster, obtain_binaries
+from tests.apiserver.realstack import (
+    Hook,
+    Metacontroller,
+    install_controller,
+    obtain_metacontroller,
+    run_metacontroller,
+    serve_hook,
+)
+from tests.apiserver.resources import install_crds
+
+REPO = Path(__file__).resolve().parents[1]
+FLAGS_PATCH = REPO / "manifests" / "overlays" / "with-metacontroller" / "metacontroller-flags.yaml"
+FLAG_NAMES = ("--client-go-qps", "--client-go-burst", "--workers")
+
+
+def shipped_flags() -> tuple[str, ...]:
+    """The flags the one-command install adds to Metacontroller's own (read from the overlay,
+    so that the bench measures exactly what ships)."""
+    ops = yaml.safe_load(FLAGS_PATCH.read_text())
+    flags = tuple(str(op["value"]) for op in ops if op["op"] == "add")
+    missing = [name for name in FLAG_NAMES if not any(f.startswith(f"{name}=") for f in flags)]
+    if missing:
+        raise RuntimeError(f"{FLAGS_PATCH} sets no {missing}")
+    return flags
+
+
+@dataclass
+class Stack:
+    """A running API server and hook with our controller installed; Metacontroller on demand."""
+
+    apiserver: ApiServer
+    hook: Hook
+    binary: Path
+    workdir: Path
+    _controllers: list[Metacontroller] = field(default_factory=list)
+
+    @contextmanager
+    def metacontroller(self, flags: tuple[str, ...] = ()) -> Iterator[Metacontroller]:
+        with run_metacontroller(self.binary, self.apiserver, self.workdir, flags) as controller:
+            self._controllers.append(controller)
+            yield controller
+
+
+@contextmanager
+def real_stack(
+    workdir: Path, progress: Callable[[str], None], audit_log: Path | None = None
+) -> Iterator[Stack]:
+    """Build or find the binaries, start etcd, kube-apiserver and the hook, install the CRDs
+    and our CompositeController (pointed at the hook). Everything stops on the way out."""
+    progress("obtaining kube-apiserver, etcd and kubectl (scripts/k8s-binaries.sh)")
+    binaries = obtain_binaries(progress)
+    progress("obtaining Metacontroller v4.17.2 (scripts/metacontroller-binary.sh)")
+    binary = obtain_metacontroller(progress)
+    with ExitStack() as stack:
+        progress("starting etcd and kube-apiserver on loopback")
+        server = stack.enter_context(cluster(binaries, workdir, audit_log=audit_log))
+        install_crds(server)
+        hook = stack.enter_context(serve_hook(workdir))
+        progress(f"hook: python -m app serve at {hook.url} (log {hook.log})")
+        install_controller(server, hook.url)
+        yield Stack(server, hook, binary, workdir)

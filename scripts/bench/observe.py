@@ -1,0 +1,128 @@
+"""What the end-to-end bench observes of the real stack: when the namespace's pods, Services and
+job conditions appear (watches on the API server), CPU seconds of a process (/proc), the hook's
+sync count (its /metrics), and Metacontroller's API requests (the API server's audit log)."""
+
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from e2e.kube import Kube, path
+from scripts.bench.workloads import Scenario
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Seen:
+    """Times (monotonic) at which the namespace reached each state, from watch events."""
+
+    start: float
+    pods: set[str] = field(default_factory=set)
+    services: set[str] = field(default_factory=set)
+    conditions: dict[str, set[str]] = field(default_factory=dict)
+    at: dict[str, float] = field(default_factory=dict)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def mark(self, what: str) -> None:
+        self.at.setdefault(what, time.monotonic() - self.start)
+
+
+@contextmanager
+def watching(kube: Kube, namespace: str, scenario: Scenario) -> Iterator[Seen]:
+    seen = Seen(time.monotonic())
+    stop = threading.Event()
+
+    def follow(resource: str, on_event: Callable[[str, dict[str, Any]], None]) -> None:
+        url = path(resource, namespace)
+        _, version = kube.list(url)
+        ready.release()
+        for event in kube.watch(url, version, stop):
+            with seen.changed:
+                on_event(event["type"], event["object"])
+                seen.changed.notify_all()
+
+    def on_pod(kind: str, pod: dict[str, Any]) -> None:
+        if kind == "ADDED":
+            seen.pods.add(pod["metadata"]["name"])
+            if len(seen.pods) == scenario.pods:
+                seen.mark("pods")
+
+    def on_service(kind: str, service: dict[str, Any]) -> None:
+        if kind == "ADDED":
+            seen.services.add(service["metadata"]["name"])
+            if len(seen.services) == scenario.pods:
+                seen.mark("services")
+
+    def on_job(kind: str, job: dict[str, Any]) -> None:
+        conditions = (job.get("status") or {}).get("conditions") or []
+        true = {c["type"] for c in conditions if c.get("status") == "True"}
+        seen.conditions[job["metadata"]["name"]] = true
+        if len(seen.conditions) == scenario.jobs:
+            if all(seen.conditions.values()):
+                seen.mark("condition")
+            if all("Running" in c for c in seen.conditions.values()):
+                seen.mark("running")
+
+    ready = threading.Semaphore(0)
+    threads = [
+        threading.Thread(target=follow, args=args, daemon=True)
+        for args in (("pods", on_pod), ("services", on_service), ("mxjobs", on_job))
+    ]
+    for thread in threads:
+        thread.start()
+    for _ in threads:
+        if not ready.acquire(timeout=60):
+            raise RuntimeError("a watch did not start")
+    try:
+        yield seen
+    finally:
+        stop.set()
+
+
+def wait_for(seen: Seen, what: str, deadline: float) -> float:
+    with seen.changed:
+        while what not in seen.at:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{what} not reached; seen {len(seen.pods)} pods, "
+                    f"{len(seen.services)} Services, {seen.conditions}"
+                )
+            seen.changed.wait(timeout=1)
+        return seen.at[what]
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def hook_syncs(url: str) -> float:
+    text = httpx.get(f"{url}/metrics", trust_env=False, timeout=30).text
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("mxjob_sync_requests_total{")
+    )
+
+
+def audited(log: Path, offset: int, namespace: str) -> Counter[str]:
+    """Metacontroller's requests in `namespace` since `offset`, by verb."""
+    verbs: Counter[str] = Counter()
+    with log.open("rb") as lines:
+        lines.seek(offset)
+        for line in lines:
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            agent = event.get("userAgent", "")
+            if ref.get("namespace") == namespace and agent.startswith("metacontroller"):
+                verbs[event["verb"]] += 1
+    return verbs

@@ -1,0 +1,93 @@
+"""The one-command install (`manifests/overlays/with-metacontroller`) on a real API server.
+
+Built with the real `kubectl kustomize`, Metacontroller's release manifests taken from the
+local copy of v4.17.2 in place of the pinned GitHub base (tests/kustomize.py), and applied with
+`kubectl apply` as docs/install.md says, to an API server of its own (it installs our
+CompositeController for the in-cluster Service, which the shared server's real stack must not
+get).
+"""
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.kustomize import build_overlay, metacontroller_manifests
+
+from .cluster import ApiServer, Binaries, cluster
+
+REPO = Path(__file__).resolve().parents[2]
+OVERLAY = "with-metacontroller"
+SHIPPED = ["--client-go-qps=100", "--client-go-burst=200", "--workers=16"]
+
+
+@pytest.fixture(scope="module")
+def fresh_apiserver(
+    k8s_binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
+    with cluster(k8s_binaries, tmp_path_factory.mktemp("install")) as server:
+        yield server
+
+
+def test_one_command_installs_metacontroller_and_the_hook(
+    fresh_apiserver: ApiServer, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "install.yaml"
+    manifest.write_text(build_overlay(OVERLAY))
+    # docs/install.md: apply, wait for Metacontroller's CRD, apply again. kubectl maps every
+    # object to a served type before it creates any, so the first run creates all but our
+    # CompositeController, whose type its CRD brings in that same run.
+    first = fresh_apiserver.kubectl("apply", "-f", str(manifest), check=False)
+    assert first.returncode == 1
+    errors = [line for line in first.stderr.splitlines() if line.startswith("error")]
+    assert len(errors) == 1, first.stderr
+    assert 'no matches for kind "CompositeController"' in errors[0]
+    crd = "crd/compositecontrollers.metacontroller.k8s.io"
+    fresh_apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s", crd)
+    second = fresh_apiserver.kubectl("apply", "-f", str(manifest))
+    assert "compositecontroller.metacontroller.k8s.io/mxjob-controller created" in second.stdout
+
+    statefulset = fresh_apiserver.get("statefulset", "metacontroller", "--namespace=metacontroller")
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "ghcr.io/metacontroller/metacontroller:v4.17.2"
+    assert container["args"] == ["--zap-log-level=4", "--discovery-interval=20s", *SHIPPED]
+    controller = fresh_apiserver.get("compositecontroller", "mxjob-controller")
+    assert controller["spec"]["hooks"]["sync"]["webhook"]["service"]["namespace"] == "mxjob-system"
+    deployment = fresh_apiserver.get("deployment", "mxjob-controller", "--namespace=mxjob-system")
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["name"] == "hook"
+    crds = {c["metadata"]["name"] for c in fresh_apiserver.get("crd")["items"]}
+    assert {"mxjobs.kubeflow.org", "compositecontrollers.metacontroller.k8s.io"} <= crds
+
+
+def documented_patch() -> list[str]:
+    """The `kubectl patch` of docs/install.md that adds the flags to a running Metacontroller."""
+    text = (REPO / "docs" / "install.md").read_text()
+    match = re.search(
+        r"kubectl -n metacontroller patch statefulset metacontroller --type=json -p '(.*?)'",
+        text,
+        re.S,
+    )
+    assert match, "docs/install.md shows no kubectl patch of Metacontroller's flags"
+    return [
+        "-n",
+        "metacontroller",
+        "patch",
+        "statefulset",
+        "metacontroller",
+        "--type=json",
+        "-p",
+        match.group(1),
+    ]
+
+
+def test_two_step_install_gets_the_flags_by_the_documented_patch(
+    k8s_binaries: Binaries, tmp_path: Path
+) -> None:
+    with cluster(k8s_binaries, tmp_path) as server:
+        release = server.kubectl("kustomize", str(metacontroller_manifests())).stdout
+        server.kubectl("apply", "-f", "-", input=release)
+        server.kubectl(*documented_patch())
+        statefulset = server.get("statefulset", "metacontroller", "--namespace=metacontroller")
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    assert container["args"] == ["--zap-log-level=4", "--discovery-interval=20s", *SHIPPED]

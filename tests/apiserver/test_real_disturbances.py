@@ -1,0 +1,147 @@
+"""The real Metacontroller and the hook when things go wrong or nothing happens: an invalid
+spec (refused at admission; reported by the hook where the CRD's rules are off), the hook down
+for a while, and a steady minute in which nothing is written."""
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from .conftest import RealStack
+from .kubelet import Kubelet
+from .resources import crd_without_rules
+from .rest import Rest
+from .scenario import CREATED, RUNNING, State, apply_job, manifest, pods, run_job
+from .waiting import wait_for
+
+DIST = "mnist-dist-cpu"
+ALL = tuple(f"{DIST}-{r}" for r in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1"))
+NEEDS_SCHEDULER = "jobMode MXTrain needs a Scheduler"
+STEADY_SECONDS = 60
+
+
+def without_scheduler() -> dict[str, Any]:
+    """examples/dist-cpu.yaml without its Scheduler: Servers need one (contract section 2)."""
+    job = manifest("examples/dist-cpu.yaml")
+    del job["spec"]["mxReplicaSpecs"]["Scheduler"]
+    return job
+
+
+def invalid_spec(job: Any) -> dict[str, Any] | None:
+    """The job's True condition with reason MXJobInvalidSpec, if any."""
+    conditions = job.status().get("conditions") or []
+    return next(
+        (c for c in conditions if c["reason"] == "MXJobInvalidSpec" and c["status"] == "True"),
+        None,
+    )
+
+
+def test_admission_refuses_an_invalid_job(
+    real_stack: RealStack, rest: Rest, namespace: str
+) -> None:
+    refused = real_stack.apiserver.kubectl(
+        "apply", f"--namespace={namespace}", "-f", "-",
+        input=yaml.safe_dump(without_scheduler()), check=False,
+    )  # fmt: skip
+
+    assert refused.returncode != 0
+    assert f'The MXJob "{DIST}" is invalid' in refused.stderr
+    assert NEEDS_SCHEDULER in refused.stderr
+    assert rest.get(f"/apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs")["items"] == []
+
+
+def test_hook_fails_an_invalid_new_job_without_creating_anything(
+    real_stack: RealStack, rest: Rest, namespace: str
+) -> None:
+    server = real_stack.apiserver
+    with crd_without_rules(server, namespace, without_scheduler()):
+        job = apply_job(server, rest, namespace, without_scheduler())
+
+        job.reaches(State({"Failed": "MXJobInvalidSpec"}, {}, ()), "reported invalid")
+
+    condition = invalid_spec(job)
+    assert condition is not None
+    assert "spec.mxReplicaSpecs.Scheduler" in condition["message"]
+    assert job.children() == {}
+
+
+def content(child: dict[str, Any]) -> tuple[str, Any, Any]:
+    """A child's identity and what it is: uid, labels, spec."""
+    return child["metadata"]["uid"], child["metadata"].get("labels"), child.get("spec")
+
+
+def test_invalid_edit_of_a_running_job_keeps_its_children(
+    real_stack: RealStack, rest: Rest, namespace: str
+) -> None:
+    """Nothing is created or deleted and no pod is written. Each Service is written once, its
+    labels and spec unchanged: the hook echoes the observed Service, server-set defaults
+    included, and Metacontroller records that as its new last-applied configuration."""
+    server = real_stack.apiserver
+    with crd_without_rules(server, namespace, without_scheduler()):
+        job = run_job(server, rest, namespace, manifest("examples/dist-cpu.yaml"))
+        before = job.children()
+
+        job.apply(without_scheduler())
+
+        condition = wait_for(lambda: invalid_spec(job), "the invalid spec reported")
+        assert condition is not None
+        assert "spec.mxReplicaSpecs.Scheduler" in condition["message"]
+        after = job.children()
+    assert {k: content(c) for k, c in after.items()} == {k: content(c) for k, c in before.items()}
+    assert {
+        k: c["metadata"]["resourceVersion"] for k, c in after.items() if k.startswith("Pod/")
+    } == {k: c["metadata"]["resourceVersion"] for k, c in before.items() if k.startswith("Pod/")}
+
+
+def test_hook_outage_deletes_nothing_and_converges_when_it_is_back(
+    real_stack: RealStack, rest: Rest, namespace: str, figure: Callable[[str], None]
+) -> None:
+    job = run_job(real_stack.apiserver, rest, namespace, manifest("examples/dist-cpu.yaml"))
+    kubelet = Kubelet(rest, namespace)
+    children = {key: child["metadata"]["uid"] for key, child in job.children().items()}
+    killed = pods("Running", *ALL[:4]) | {f"{DIST}-worker-1": "Failed"}
+
+    with real_stack.hook.down():
+        started = time.monotonic()
+        kubelet.exit(f"{DIST}-worker-1", 137)
+        wait_for(
+            lambda: job.warnings("SyncError"),
+            "Metacontroller's failed syncs",
+            until=lambda n: n >= 10,
+        )
+        down = time.monotonic() - started
+        assert job.state() == State(RUNNING, killed, ALL), "nothing written while the hook is down"
+        assert {k: c["metadata"]["uid"] for k, c in job.children().items()} == children
+    back = time.monotonic()
+
+    replaced = killed | {f"{DIST}-worker-1-r1": "Pending"}
+    job.reaches(State(CREATED | {"Restarting": "MXJobRestarting"}, replaced, ALL), "converged")
+    figure(
+        f"hook down {down:.1f} s (10 failed syncs): converged {time.monotonic() - back:.1f} s after it came back"
+    )
+
+
+def test_a_steady_minute_writes_nothing(
+    real_stack: RealStack, rest: Rest, namespace: str, figure: Callable[[str], None]
+) -> None:
+    """Metacontroller's resync (every 30 s) syncs the running job twice in a minute; the hook's
+    answers are a fixed point, so neither the MXJob nor any child is written."""
+    job = run_job(real_stack.apiserver, rest, namespace, manifest("examples/dist-cpu.yaml"))
+    before, syncs, started = (
+        job.versions(),
+        real_stack.hook.syncs(namespace, DIST),
+        time.monotonic(),
+    )
+
+    answered = wait_for(
+        lambda: real_stack.hook.syncs(namespace, DIST) - syncs,
+        "two resyncs and a minute",
+        timeout=STEADY_SECONDS + 60,
+        until=lambda n: n >= 2 and time.monotonic() - started >= STEADY_SECONDS,
+    )
+
+    assert job.versions() == before
+    figure(
+        f"steady state: {answered} syncs answered in {time.monotonic() - started:.0f} s, 0 writes to the MXJob and its {len(before) - 1} children"
+    )

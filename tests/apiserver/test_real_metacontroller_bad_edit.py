@@ -1,0 +1,112 @@
+"""A bad edit of a running job under the real Metacontroller: with a copy of the CRD that does
+not check it (an older install), the edit reaches the hook, the job says InvalidSpec and keeps
+every child; once the edit is reverted it carries on with the very same pods and Services."""
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from .cluster import ApiServer
+from .conftest import RealStack
+from .resources import MXJOB, MXJOB_CRD, install_crds
+
+REPO = Path(__file__).resolve().parents[2]
+JOB = REPO / "examples" / "dist-cpu.yaml"
+T = TypeVar("T")
+
+
+def _wait_for(check: Callable[[], T | None], timeout: float, what: str) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not seen after {timeout} s")
+        time.sleep(0.2)
+
+
+def unchecked_crd() -> dict[str, Any]:
+    """Our CRD as an older install would have it: pod templates not schema-checked at all."""
+    crd: dict[str, Any] = yaml.safe_load(MXJOB_CRD.read_text())
+    (version,) = crd["spec"]["versions"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    replica = spec["properties"]["mxReplicaSpecs"]["additionalProperties"]
+    replica["properties"]["template"] = {
+        "type": "object",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    del replica["x-kubernetes-validations"]  # they read inside the template
+    return crd
+
+
+@pytest.fixture
+def older_crd(real_stack: RealStack) -> Iterator[ApiServer]:
+    server = real_stack.apiserver
+    server.apply(unchecked_crd())
+    try:
+        yield server
+    finally:
+        install_crds(server)
+
+
+def _children(server: ApiServer, namespace: str) -> dict[str, str]:
+    """Every pod and Service of the namespace, by kind and name, with its uid."""
+    out = {}
+    for kind in ("pods", "services"):
+        for item in server.get(kind, f"--namespace={namespace}")["items"]:
+            out[f"{kind}/{item['metadata']['name']}"] = item["metadata"]["uid"]
+    return out
+
+
+def _all_children(server: ApiServer, namespace: str) -> dict[str, str] | None:
+    children = _children(server, namespace)
+    return children if len(children) == 10 else None
+
+
+def _synced(server: ApiServer, namespace: str, name: str) -> dict[str, Any] | None:
+    """The job's status once Metacontroller has written it for the job's current generation."""
+    job = server.get(MXJOB, name, f"--namespace={namespace}")
+    status: dict[str, Any] = job.get("status") or {}
+    if status.get("observedGeneration") != job["metadata"]["generation"]:
+        return None
+    return status
+
+
+def _types(status: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["type"], c["status"]) for c in status["conditions"]]
+
+
+def test_a_bad_edit_keeps_every_child_and_the_revert_deletes_nothing(
+    older_crd: ApiServer, namespace: str
+) -> None:
+    server = older_crd
+    job = yaml.safe_load(JOB.read_text())
+    job["metadata"]["namespace"] = namespace
+    name = job["metadata"]["name"]
+    server.apply(job)
+    before = _wait_for(lambda: _all_children(server, namespace), 60, "5 pods and 5 Services")
+    _wait_for(lambda: _synced(server, namespace, name), 30, "the first status")
+
+    broken = copy.deepcopy(job)
+    mxnet = broken["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    mxnet["env"] = [{"value": "no name"}]
+    server.apply(broken)
+    invalid = _wait_for(lambda: _synced(server, namespace, name), 30, "the bad edit's status")
+
+    assert invalid["conditions"][-1]["type"] == "InvalidSpec"
+    assert "containers[0].env[0].name: required" in invalid["conditions"][-1]["message"]
+    assert ("Failed", "True") not in _types(invalid)
+    assert _children(server, namespace) == before
+
+    server.apply(job)
+    fixed = _wait_for(lambda: _synced(server, namespace, name), 30, "the reverted job's status")
+
+    assert "InvalidSpec" not in [c["type"] for c in fixed["conditions"]]
+    assert _types(fixed) == [("Created", "True")]
+    assert _children(server, namespace) == before

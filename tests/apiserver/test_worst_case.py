@@ -1,0 +1,135 @@
+"""The largest jobs validation admits (the size rule, app/validation.py), synced once every
+child exists: the real API server admits each through the CRD, its children are what the API
+server and Metacontroller make of them (tests/apiserver/worst_case.py), and the whole sync
+request goes through the real hook (`python -m app serve`, default settings) within its body
+limit, answered 200 with every child kept. The figures printed are in docs/reliability.md."""
+
+import copy
+import json
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from app import validation
+from app.reconcile import sync
+from app.settings import Settings
+from tests import support as s
+
+from .cluster import ApiServer, KubectlError, _http_ok, free_port, running, wait_until
+from .resources import install_crds, kind_key
+from .worst_case import create_parent, observed_everything, sample_children
+
+MakeSpec = Callable[[int], dict[str, Any]]
+
+
+def train(env_bytes: int = 0, sidecars: int = 0) -> MakeSpec:
+    def make(n: int) -> dict[str, Any]:
+        spec = s.train_spec(servers=n // 10, workers=n - 1 - n // 10)
+        for replica in spec["mxReplicaSpecs"].values():
+            containers = replica["template"]["spec"]["containers"]
+            if env_bytes:
+                containers[0]["env"] = [{"name": "BIG", "value": "x" * env_bytes}]
+            containers += [{"name": f"side-{i}", "image": "busybox"} for i in range(sidecars)]
+        return spec
+
+    return make
+
+
+# The most replicas admitted for each (tests/test_size_rule.py finds them the same way).
+WORST = [
+    pytest.param("a", train(), 3680, id="most-replicas"),
+    pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
+    pytest.param("a", train(env_bytes=20_000), 944, id="20-kb-template"),
+    pytest.param("a", train(sidecars=3), 2388, id="three-sidecars"),
+]
+
+
+@pytest.fixture
+def hook(tmp_path: Path) -> Iterator[tuple[str, int]]:
+    """A fresh real hook with its default settings, so that its peak memory is this sync's:
+    (base URL, pid)."""
+    port = free_port()
+    log = tmp_path / "hook.log"
+    command = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    with running(command, log) as process:
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: _http_ok(f"{url}/healthz"), process, log, "the hook")
+        yield url, process.pid
+
+
+def _job(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
+    job = s.mxjob(spec, name)
+    job["metadata"] = {"name": name, "namespace": namespace}
+    return job
+
+
+def _post(url: str, body: bytes) -> tuple[int, dict[str, Any], float]:
+    request = urllib.request.Request(
+        f"{url}/sync", data=body, headers={"Content-Type": "application/json"}
+    )
+    start = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        status, content = answer.status, answer.read()
+    return status, json.loads(content), time.perf_counter() - start
+
+
+def _peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+@pytest.mark.parametrize(("name", "make", "most"), WORST)
+def test_largest_admitted_job_syncs_within_the_body_limit(
+    apiserver: ApiServer,
+    namespace: str,
+    hook: tuple[str, int],
+    name: str,
+    make: MakeSpec,
+    most: int,
+) -> None:
+    install_crds(apiserver)
+    spec = make(most)
+    typed = validation.parse(name, spec)
+    parent = create_parent(apiserver, _job(name, namespace, spec))
+    now = datetime.now(UTC).replace(microsecond=0)
+    request = observed_everything(sample_children(apiserver, parent, now))
+    request["parent"]["status"] = sync(copy.deepcopy(request), now)["status"]
+    body = orjson.dumps(request)
+
+    estimate = validation.sync_request_bytes(name, typed)
+    assert len(body) <= estimate <= validation.MAX_SYNC_BYTES
+    assert len(body) * 4 // 3 <= Settings().max_body_bytes
+    url, pid = hook
+    status, answer, seconds = _post(url, body)
+    assert status == 200
+    observed = {
+        (kind, child["metadata"]["name"])
+        for kind, group in request["children"].items()
+        for child in group.values()
+    }
+    assert {(kind_key(c), c["metadata"]["name"]) for c in answer["children"]} == observed
+    print(
+        f"\n{name}/{most}: request {len(body):,} bytes (estimate {estimate:,}), "
+        f"{len(observed):,} children, round trip {seconds:.2f} s, "
+        f"hook peak RSS {_peak_rss_mib(pid):.0f} MiB"
+    )
+
+
+def test_the_api_server_refuses_one_replica_past_the_mx_config_bound(
+    apiserver: ApiServer, namespace: str
+) -> None:
+    install_crds(apiserver)
+    beyond = train()(3690)
+    with pytest.raises(validation.SpecError, match="the size rule"):
+        validation.parse("a", beyond)
+    with pytest.raises(KubectlError, match="the size rule: MX_CONFIG"):
+        apiserver.apply(_job("a", namespace, beyond))

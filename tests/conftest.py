@@ -1,0 +1,35 @@
+"""Fixtures shared by every tier: the Go tools of scripts/go-tools.sh."""
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.gotools import GoToolError, obtain
+
+
+@pytest.fixture(scope="session")
+def go_tool(pytestconfig: pytest.Config) -> Callable[[str], Path]:
+    """`go_tool("helm")` -> the path of the pinned tool, built on first use (progress shown)."""
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
+
+    def progress(line: str) -> None:
+        # Shown live even under output capture: a cold build is silent for minutes.
+        if capture is None or reporter is None:
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+
+    @functools.cache
+    def get(name: str) -> Path:
+        try:
+            paths = obtain([name], progress)
+        except GoToolError as error:
+            pytest.fail(str(error), pytrace=False)
+        key = name.upper().replace("-", "_")
+        assert key in paths, f"scripts/go-tools.sh {name} printed no {key}="
+        return paths[key]
+
+    return get

@@ -1,0 +1,283 @@
+"""What the web layer lets in, in-process at the ASGI level: read deadlines (408), the byte
+budget (429), the queue deadline (503), no work for clients that left, and a bug in the core
+answered 500, never 422."""
+
+import io
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+
+from app import metrics, web
+from app.logging import JsonFormatter
+from app.settings import Settings
+from tests import support as s
+
+NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
+# Small, but a job of more than web.INLINE_REPLICAS replicas: answered in the worker thread.
+THREADED = orjson.dumps(s.request(s.mxjob(s.train_spec(4, 20))))
+# A body between web.INLINE_BODY and web.LARGE_BODY: counted against the byte budget.
+MEDIUM = orjson.dumps(s.request(s.mxjob(s.train_spec())) | {"padding": "x" * 200_000})
+
+
+def _app(**settings: Any) -> Any:
+    return web.create_app(Settings(frozen_clock=s.NOW, **settings))
+
+
+@dataclass
+class Gate:
+    """Holds a client back until the test opens it (anyio's Event needs a running loop)."""
+
+    opened: bool = False
+
+    async def wait(self) -> None:
+        while not self.opened:
+            await anyio.sleep(0.01)
+
+
+Step = bytes | Gate | str
+
+
+@dataclass
+class Call:
+    """One POST /sync: its body in steps (bytes, a Gate to wait for, "pause" for 50 ms,
+    "stall" for a client that goes silent, "leave" for one that disconnects; after the
+    steps, the client waits for its answer as a real connection does), and what came back."""
+
+    name: str
+    steps: list[Step]
+    declared: int | None = None
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+    async def run(self, app: Any, log: list[str]) -> None:
+        steps = list(self.steps)
+
+        async def receive() -> dict[str, Any]:
+            while steps:
+                step = steps.pop(0)
+                if isinstance(step, Gate):
+                    await step.wait()
+                elif step == "pause":
+                    await anyio.sleep(0.05)
+                elif step == "stall":
+                    await anyio.sleep_forever()
+                elif step == "leave":
+                    return {"type": "http.disconnect"}
+                else:
+                    assert isinstance(step, bytes)
+                    log.append(f"{self.name} sent")
+                    more = any(x != "leave" for x in steps)
+                    return {"type": "http.request", "body": step, "more_body": more}
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                self.status = message["status"]
+                self.headers = {k.decode(): v.decode() for k, v in message["headers"]}
+                log.append(f"{self.name} {self.status}")
+            else:
+                self.body += bytes(message.get("body", b""))
+
+        headers = (
+            [] if self.declared is None else [(b"content-length", str(self.declared).encode())]
+        )
+        scope = {"type": "http", "method": "POST", "path": "/sync", "headers": headers}
+        await app(scope | {"query_string": b"", "root_path": ""}, receive, send)
+
+    @property
+    def detail(self) -> str:
+        detail: str = json.loads(self.body)["detail"]
+        return detail
+
+
+def post(name: str, *steps: Step) -> Call:
+    """A call that declares the length of all its bytes."""
+    return Call(name, list(steps), sum(len(x) for x in steps if isinstance(x, bytes)))
+
+
+def _run(app: Any, calls: list[tuple[float, Call]], timeout: float = 10) -> list[str]:
+    """Start each call `delay` seconds after the previous one; the log of what happened."""
+    log: list[str] = []
+
+    async def main() -> None:
+        with anyio.fail_after(timeout):
+            async with anyio.create_task_group() as tasks:
+                for delay, call in calls:
+                    await anyio.sleep(delay)
+                    tasks.start_soon(call.run, app, log)
+
+    anyio.run(main)
+    return log
+
+
+@pytest.mark.parametrize(
+    ("steps", "settings", "read"),
+    [
+        pytest.param(
+            [NEW_JOB[:100], "stall"],
+            {"read_chunk_timeout_seconds": 0.2},
+            100,
+            id="stalls-after-a-chunk",
+        ),
+        pytest.param(["stall"], {"read_chunk_timeout_seconds": 0.2}, 0, id="never-sends-a-byte"),
+        pytest.param(
+            [b"{", *(step for _ in range(30) for step in ("pause", b" "))],
+            {"read_chunk_timeout_seconds": 0.5, "read_timeout_seconds": 0.5},
+            "some",
+            id="trickles-past-the-overall-deadline",
+        ),
+    ],
+)
+def test_a_slow_body_gets_408(steps: list[Step], settings: dict[str, Any], read: Any) -> None:
+    call = Call("slow", steps, declared=10**6)
+    _run(_app(**settings), [(0, call)], timeout=5)
+    assert call.status == 408
+    assert call.headers["connection"] == "close"
+    if read != "some":
+        assert f"after {read} bytes" in call.detail
+
+
+def test_a_stalled_large_upload_releases_the_large_slot() -> None:
+    """The issue's case: a large upload that stops holds the one large-request slot; with
+    the chunk deadline it gets 408 and the next large request goes through."""
+    app = _app(read_chunk_timeout_seconds=0.3, max_body_bytes=64 * 1024 * 1024)
+    stalled = Call("stalled", [b"{" * 1000, "stall"], declared=24 * 1024 * 1024)
+    big = Call("big", [THREADED])  # unknown length: large
+    log = _run(app, [(0, stalled), (0.05, big)])
+    assert log == ["stalled sent", "stalled 408", "big sent", "big 200"]
+
+
+def test_bodies_over_the_byte_budget_get_429_until_bytes_are_released() -> None:
+    hold = Gate()
+    app = _app(max_body_bytes=len(MEDIUM), bytes_in_flight=len(MEDIUM) + 1000)
+    first = post("first", MEDIUM[:1000], hold, MEDIUM[1000:])
+    second, small, third = post("second", MEDIUM), post("small", NEW_JOB), post("third", MEDIUM)
+
+    def release() -> None:
+        hold.opened = True
+
+    log = _run_with(app, [(0, first), (0.05, second), (0.05, small)], release, [third])
+    assert second.status == 429
+    assert second.headers["retry-after"] == "1"
+    assert small.status == 200  # at most web.INLINE_BODY bytes: never waits for the budget
+    assert (first.status, third.status) == (200, 200)
+    assert log.index("second 429") < log.index("first 200") < log.index("third sent")
+
+
+def _run_with(
+    app: Any, calls: list[tuple[float, Call]], then: Callable[[], None], after: list[Call]
+) -> list[str]:
+    """Run `calls`, `then()` once they have all started, and the `after` calls once the
+    first ones are answered."""
+    log: list[str] = []
+
+    async def main() -> None:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as first:
+                for delay, call in calls:
+                    await anyio.sleep(delay)
+                    first.start_soon(call.run, app, log)
+                await anyio.sleep(0.05)
+                then()
+            async with anyio.create_task_group() as rest:
+                for call in after:
+                    rest.start_soon(call.run, app, log)
+
+    anyio.run(main)
+    return log
+
+
+def test_work_queued_past_the_webhook_timeout_is_dropped_with_503() -> None:
+    """Metacontroller stops waiting after its webhook timeout: a request still waiting for
+    the large-request slot then, or whose upload alone took that long, gets a 503 to retry
+    instead of being computed for nobody."""
+    app = _app(webhook_timeout_seconds=0.3, read_timeout_seconds=5, read_chunk_timeout_seconds=5)
+    slow = Call("slow", [THREADED[:10], *["pause"] * 10, THREADED[10:]])
+    waiting = Call("waiting", [THREADED])
+    log = _run(app, [(0, slow), (0.05, waiting)])
+    assert (waiting.status, slow.status) == (503, 503)
+    assert waiting.headers["retry-after"] == "1"
+    assert "webhook timeout" in waiting.detail
+    assert "waiting sent" not in log  # refused without reading its body
+
+
+@pytest.fixture
+def json_log() -> Iterator[io.StringIO]:
+    """The `mxjob` logger's lines as JsonFormatter writes them."""
+    out, logger = io.StringIO(), logging.getLogger("mxjob")
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter())
+    logger.addHandler(handler)
+    old_level, logger.level = logger.level, logging.INFO
+    yield out
+    logger.removeHandler(handler)
+    logger.setLevel(old_level)
+
+
+def _lines(out: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def _count(outcome: str) -> float:
+    value = metrics.REGISTRY.get_sample_value("mxjob_sync_requests_total", {"outcome": outcome})
+    return value or 0.0
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        pytest.param([THREADED, "leave"], id="before-its-sync-ran"),
+        pytest.param([THREADED[:100], "pause", "leave"], id="in-the-middle-of-its-body"),
+    ],
+)
+def test_a_client_that_left_gets_no_work_a_count_and_no_traceback(
+    steps: list[Step], json_log: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[Any] = []
+    monkeypatch.setattr(web, "sync", lambda *args: synced.append(args))
+    before = _count("client_gone")
+    _run(_app(), [(0, post("leaving", *steps))])
+    assert synced == []
+    assert _count("client_gone") - before == 1
+    [line] = _lines(json_log)
+    assert (line["level"], line["outcome"]) == ("warning", "client_gone")
+    assert "exception" not in line
+
+
+@pytest.mark.parametrize("body", [NEW_JOB, THREADED], ids=["on-the-event-loop", "in-the-thread"])
+@pytest.mark.parametrize(
+    "bug",
+    [
+        pytest.param(TypeError("unhashable type: 'list'"), id="type-error"),
+        pytest.param(orjson.JSONEncodeError("a subclass of TypeError"), id="encode-error"),
+        pytest.param(KeyError("name"), id="key-error"),
+    ],
+)
+def test_a_bug_in_the_core_is_a_500_not_a_4xx(
+    body: bytes, bug: Exception, json_log: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The core raising is injected: the fuzz tests exist so that it never does. orjson's
+    encode error is a TypeError, so a handler for the serializer's errors must not also
+    wrap the core."""
+
+    def broken(*args: Any) -> Any:
+        raise bug
+
+    monkeypatch.setattr(web, "sync", broken)
+    before = _count("error")
+    call = post("buggy", body)
+    _run(_app(), [(0, call)])
+    assert call.status == 500
+    assert call.detail == "internal error in the sync hook (logged)"
+    assert _count("error") - before == 1
+    [line] = _lines(json_log)
+    assert (line["level"], line["outcome"], line["job"]) == ("error", "error", "mnist")
+    assert type(bug).__name__ in line["exception"]

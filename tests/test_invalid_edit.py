@@ -1,0 +1,171 @@
+"""Contract section 2: an invalid spec fails a job the hook never accepted, and is not terminal
+for a job that an edit broke (its children are kept exactly until the spec is valid again)."""
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from app.reconcile import sync
+from tests import support as s
+
+RUNNING = s.pod_status("Running")
+INVALID = "MXJobInvalidSpec"
+KEPT = "Its pods and Services are kept as they are until the spec is valid again."
+
+
+def _break(parent: dict[str, Any]) -> dict[str, Any]:
+    broken = copy.deepcopy(parent)
+    broken["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = -1
+    return broken
+
+
+def _true(answer: dict[str, Any]) -> dict[str, str]:
+    return {c["type"]: c["reason"] for c in answer["status"]["conditions"] if c["status"] == "True"}
+
+
+def _running() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(parent, last request, last answer) of a train job whose pods all run."""
+    parent = s.mxjob(s.train_spec(1, 2))
+    first = sync(s.request(parent), s.NOW)
+    phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
+    _, answer = s.step(parent, first, phases, s.later(30))
+    request, answer = s.step(parent, answer, phases, s.later(40))
+    return parent, request, answer
+
+
+def _replay(request: dict[str, Any], parent: dict[str, Any], at: int) -> dict[str, Any]:
+    """The same observed children under another parent spec."""
+    again = copy.deepcopy(request)
+    again["parent"]["spec"] = copy.deepcopy(parent["spec"])
+    return sync(again, s.later(at))
+
+
+def _suspended() -> tuple[dict[str, Any], dict[str, Any]]:
+    parent = s.mxjob(s.train_spec(1, 2) | {"runPolicy": {"suspend": True}})
+    answer = sync(s.request(parent), s.NOW)
+    return parent, answer
+
+
+def _succeeded() -> tuple[dict[str, Any], dict[str, Any]]:
+    parent = s.mxjob(s.train_spec(0, 1) | {"runPolicy": {"cleanPodPolicy": "None"}})
+    parent["spec"]["mxReplicaSpecs"].pop("Scheduler")
+    first = sync(s.request(parent), s.NOW)
+    done = {"mnist-worker-0": s.pod_status("Succeeded", exit_code=0)}
+    _, answer = s.step(parent, first, done, s.later(30))
+    return parent, s.step(parent, answer, done, s.later(60))[1]
+
+
+def test_a_new_invalid_job_fails_for_good() -> None:
+    parent = _break(s.mxjob(s.train_spec(1, 2)))
+    answer = sync(s.request(parent), s.NOW)
+
+    assert (_true(answer), answer["children"]) == ({"Failed": INVALID}, [])
+    fixed = s.mxjob(s.train_spec(1, 2), status=answer["status"])
+    again = sync(s.request(fixed), s.later(60))
+    assert (_true(again), again["children"]) == ({"Failed": INVALID}, [])
+
+
+def test_a_bad_edit_keeps_every_child_and_the_fix_deletes_nothing() -> None:
+    parent, request, answer = _running()
+    broken = _replay(request, _break(parent), 60)
+
+    assert _true(broken) == {
+        "Created": "MXJobCreated",
+        "Running": "MXJobRunning",
+        "InvalidSpec": INVALID,
+    }
+    assert broken["status"]["conditions"][-1]["type"] == "InvalidSpec"  # kubectl get's STATE
+    assert KEPT in broken["status"]["conditions"][-1]["message"]
+    assert s.names(broken["children"]) == s.names(answer["children"])
+    assert broken["status"]["replicaStatuses"] == answer["status"]["replicaStatuses"]
+
+    request["parent"]["status"] = broken["status"]
+    fixed = _replay(request, parent, 90)
+    assert fixed["children"] == answer["children"]
+    assert fixed["status"] == answer["status"]
+
+
+def test_the_invalid_spec_condition_is_a_fixed_point() -> None:
+    parent, request, _ = _running()
+    broken = _replay(request, _break(parent), 60)
+    request["parent"]["status"] = broken["status"]
+
+    assert _replay(request, _break(parent), 600)["status"] == broken["status"]
+
+
+Setup = Callable[[], tuple[dict[str, Any], dict[str, Any]]]
+
+
+@pytest.mark.parametrize(
+    ("setup", "before", "after"),
+    [
+        pytest.param(
+            _suspended,
+            {"Created": "MXJobCreated", "Suspended": "MXJobSuspended"},
+            {"Created": "MXJobCreated", "Suspended": "MXJobSuspended", "InvalidSpec": INVALID},
+            id="suspended-job-without-children",
+        ),
+        pytest.param(
+            _succeeded,
+            {"Created": "MXJobCreated", "Succeeded": "MXJobSucceeded"},
+            {"Created": "MXJobCreated", "Succeeded": "MXJobSucceeded", "InvalidSpec": INVALID},
+            id="finished-job-keeps-its-pods-and-its-state",
+        ),
+    ],
+)
+def test_a_job_accepted_before_is_not_failed_by_an_edit(
+    setup: Setup, before: dict[str, str], after: dict[str, str]
+) -> None:
+    parent, answer = setup()
+    assert _true(answer) == before
+    observed = [s.observed(c) for c in answer["children"]]
+    pods = [p for p in observed if p["kind"] == "Pod"]
+    services = [c for c in observed if c["kind"] == "Service"]
+    request = s.request(_break(parent) | {"status": answer["status"]}, pods, services)
+
+    broken = sync(request, s.later(600))
+
+    assert _true(broken) == after
+    assert s.names(broken["children"]) == s.names(answer["children"])
+    request["parent"] = parent | {"status": broken["status"]}
+    assert _true(sync(request, s.later(900))) == before
+
+
+def test_an_earlier_versions_failure_without_children_stays() -> None:
+    """Failed/MXJobInvalidSpec is dropped only while the job still has children: a job whose
+    pods are gone is not started again behind its user's back."""
+    _, request, _ = _running()
+    failed = {"type": "Failed", "status": "True", "reason": INVALID, "message": "bad"}
+    stamps = {
+        "lastUpdateTime": "2026-11-22T12:00:40Z",
+        "lastTransitionTime": "2026-11-22T12:00:40Z",
+    }
+    status = request["parent"]["status"]
+    status["conditions"] = [*status["conditions"], failed | stamps]
+
+    without_children = sync(s.request(request["parent"]), s.later(60))
+    with_children = sync(request, s.later(60))
+
+    assert _true(without_children)["Failed"] == INVALID
+    assert without_children["children"] == []
+    assert "Failed" not in _true(with_children)
+
+
+def test_while_the_spec_is_invalid_a_failed_pod_is_not_replaced_and_no_timer_runs() -> None:
+    parent, request, answer = _running()
+    parent["spec"]["runPolicy"] = {"activeDeadlineSeconds": 3600}
+    broken = _break(parent)
+    pods = request["children"]["Pod.v1"]
+    pods["default/mnist-worker-1"]["status"] = s.pod_status("Failed", exit_code=137)
+
+    edited = _replay(request, broken, 60)
+    fixed = _replay(request, parent, 90)
+
+    assert (s.names(edited["children"]), edited["resyncAfterSeconds"]) == (
+        s.names(answer["children"]),
+        0,
+    )
+    assert "Failed" not in _true(edited)
+    assert "Failed" in _true(fixed)  # restartPolicy Never: decided once the spec is valid

@@ -1,0 +1,193 @@
+"""Monitoring: the PrometheusRule's alerts under the real promtool (unit tests of when each
+fires), the dashboard's queries parsed by promtool, every metric named there served by the hook,
+and the kustomize components that scrape the hook and let the scraper through."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app import metrics
+from tests.test_manifests import HOOK_LABELS, build
+
+REPO = Path(__file__).resolve().parents[1]
+COMPONENT = REPO / "manifests" / "components" / "monitoring"
+RULE = COMPONENT / "prometheusrule.yaml"
+DASHBOARD = COMPONENT / "dashboard.json"
+UNIT_TESTS = Path(__file__).parent / "monitoring" / "alerts-test.yaml"
+METRIC = re.compile(r"\b(mxjob_[a-z_]+)\b")
+
+
+def groups() -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = yaml.safe_load(RULE.read_text())["spec"]["groups"]
+    return found
+
+
+def dashboard_queries() -> list[str]:
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+    return [target["expr"] for panel in panels for target in panel["targets"]]
+
+
+def promtool(tool: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(tool), *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_alert_rules_pass_promtool_unit_tests(
+    go_tool: Callable[[str], Path], tmp_path: Path
+) -> None:
+    tool = go_tool("promtool")
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups()}))
+    shutil.copy(UNIT_TESTS, tmp_path / "alerts-test.yaml")
+    checked = promtool(tool, "check", "rules", "rules.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = promtool(tool, "test", "rules", "alerts-test.yaml", cwd=tmp_path)
+    assert (tested.returncode, tested.stdout.strip()) == (0, "SUCCESS"), tested.stderr
+
+
+def test_promtool_unit_tests_can_fail(go_tool: Callable[[str], Path], tmp_path: Path) -> None:
+    """The same unit tests against rules whose error threshold moved from 5% to 50%."""
+    loosened = yaml.safe_dump({"groups": groups()}).replace("> 0.05", "> 0.5")
+    assert loosened != yaml.safe_dump({"groups": groups()})
+    (tmp_path / "rules.yaml").write_text(loosened)
+    shutil.copy(UNIT_TESTS, tmp_path / "alerts-test.yaml")
+    tested = promtool(go_tool("promtool"), "test", "rules", "alerts-test.yaml", cwd=tmp_path)
+    assert tested.returncode == 1
+    assert "alertname: MXJobSyncErrors" in tested.stdout + tested.stderr
+
+
+def test_every_alert_has_unit_tests_that_fire_it() -> None:
+    alerts = {rule["alert"] for group in groups() for rule in group["rules"]}
+    tests = yaml.safe_load(UNIT_TESTS.read_text())["tests"]
+    fired = {
+        case["alertname"]
+        for test in tests
+        for case in test["alert_rule_test"]
+        if case["exp_alerts"]
+    }
+    quiet = {
+        case["alertname"]
+        for test in tests
+        for case in test["alert_rule_test"]
+        if not case["exp_alerts"]
+    }
+    assert alerts == fired == quiet
+    assert {"MXJobSyncErrors", "MXJobSyncNearTimeout", "MXJobInvalidSpecs"} <= alerts
+
+
+def test_dashboard_queries_are_valid_promql(go_tool: Callable[[str], Path], tmp_path: Path) -> None:
+    # Grafana replaces $__rate_interval; promtool parses each query as a recording rule.
+    rules = [
+        {"record": f"dashboard:query_{n}", "expr": expr.replace("$__rate_interval", "5m")}
+        for n, expr in enumerate(dashboard_queries())
+    ]
+    (tmp_path / "dashboard.yaml").write_text(
+        yaml.safe_dump({"groups": [{"name": "d", "rules": rules}]})
+    )
+    checked = promtool(go_tool("promtool"), "check", "rules", "dashboard.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"SUCCESS: {len(rules)} rules found" in checked.stdout
+
+
+def served_metric_names() -> set[str]:
+    names = set()
+    for family in metrics.REGISTRY.collect():
+        names.add(family.name)
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_count", "_sum"]}
+        names.update(family.name + s for s in suffixes.get(family.type, []))
+    return names
+
+
+def test_rules_and_dashboard_name_only_metrics_the_hook_serves() -> None:
+    exprs = [rule["expr"] for group in groups() for rule in group["rules"]] + dashboard_queries()
+    named = {name for expr in exprs for name in METRIC.findall(expr)}
+    assert named, "no mxjob_ metric named"
+    assert named <= served_metric_names()
+    assert "mxjob_build_info" in named
+
+
+def test_dashboard_is_importable_grafana_json() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert (dashboard["uid"], dashboard["title"]) == ("mxjob-controller", "mxjob-controller")
+    ids = [panel["id"] for panel in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    for panel in dashboard["panels"]:
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        assert panel["targets"], panel["title"]
+    (variable,) = dashboard["templating"]["list"]
+    assert (variable["name"], variable["type"], variable["query"]) == (
+        "datasource",
+        "datasource",
+        "prometheus",
+    )
+
+
+def kustomize(tmp_path: Path, *components: str) -> tuple[dict[str, Any], ...]:
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                # kustomize takes relative paths only
+                "resources": [
+                    os.path.relpath(REPO / "manifests" / "overlays" / "standalone", overlay)
+                ],
+                "components": [
+                    os.path.relpath(REPO / "manifests" / "components" / c, overlay)
+                    for c in components
+                ],
+            }
+        )
+    )
+    done = subprocess.run(
+        ["kubectl", "kustomize", str(overlay)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return tuple(yaml.safe_load_all(done.stdout))
+
+
+def test_monitoring_component_scrapes_the_hook_pods(tmp_path: Path) -> None:
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in kustomize(tmp_path, "monitoring")}
+    monitor = objects["PodMonitor", "mxjob-controller"]
+    assert monitor["metadata"]["namespace"] == "mxjob-system"
+    assert monitor["spec"]["selector"] == {"matchLabels": HOOK_LABELS}
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    (container,) = objects["Deployment", "mxjob-controller"]["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert endpoint["port"] in {port["name"] for port in container["ports"]}
+    assert endpoint["path"] == "/metrics"
+    dashboard = objects["ConfigMap", "mxjob-controller-dashboard"]
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(dashboard["data"]["mxjob-controller.json"]) == json.loads(
+        DASHBOARD.read_text()
+    )
+    assert objects["PrometheusRule", "mxjob-controller"]["spec"]["groups"] == groups()
+
+
+def test_networkpolicy_component_admits_the_monitoring_namespace(tmp_path: Path) -> None:
+    (policy,) = (
+        o for o in kustomize(tmp_path, "networkpolicy-monitoring") if o["kind"] == "NetworkPolicy"
+    )
+    standalone = next(o for o in build("standalone") if o["kind"] == "NetworkPolicy")
+    metacontroller, scraper = policy["spec"]["ingress"]
+    assert metacontroller == standalone["spec"]["ingress"][0]
+    assert scraper == {
+        "from": [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        ],
+        "ports": [{"protocol": "TCP", "port": "http"}],
+    }

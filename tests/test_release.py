@@ -1,0 +1,257 @@
+"""The release: one version everywhere (app.__version__), the licence, the changelog, the image
+name and tag, the CI workflow under the real actionlint, `--version` and `mxjob_build_info`, and
+`make run`'s Python check and broken-.venv rebuild (in a temporary copy, never the real .venv)."""
+
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from app import __version__
+from tests.hardening import start
+from tests.test_manifests import IMAGE, LAYOUT, build
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW = REPO / ".github" / "workflows" / "ci.yaml"
+# sha256 of the Apache License 2.0 as apache.org publishes it (LICENSE-2.0.txt, 201 lines,
+# without its leading blank line), appendix included.
+APACHE_2_SHA256 = "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"
+
+
+def test_version_is_semver() -> None:
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
+
+
+def test_package_metadata_takes_the_version_from_app(tmp_path: Path) -> None:
+    """The version and name setuptools (the build backend) reads from a copy of the project."""
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    shutil.copytree(REPO / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    script = (
+        "import warnings; warnings.simplefilter('ignore');"
+        "from setuptools.config.pyprojecttoml import read_configuration as read;"
+        "project = read('pyproject.toml', expand=True)['project'];"
+        "print(project['name'], project['version'], project['license']['text'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["mxjob-controller", __version__, "Apache-2.0"]
+
+
+def test_every_copy_of_the_version_and_image_agrees() -> None:
+    chart = yaml.safe_load((REPO / "charts" / "mxjob-controller" / "Chart.yaml").read_text())
+    values = yaml.safe_load((REPO / "charts" / "mxjob-controller" / "values.yaml").read_text())
+    assert (chart["version"], chart["appVersion"]) == (__version__, __version__)
+    assert values["image"]["repository"] == IMAGE
+    for overlay in LAYOUT:
+        (deployment,) = (d for d in build(overlay) if d["kind"] == "Deployment")
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == f"{IMAGE}:{__version__}", overlay
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    assert workflow["env"]["IMAGE"] == IMAGE
+    assert f"IMAGE ?= {IMAGE}\n" in (REPO / "Makefile").read_text()
+
+
+def test_changelog_has_the_version_first() -> None:
+    released = re.findall(
+        r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", (REPO / "CHANGELOG.md").read_text(), re.M
+    )
+    assert released[0] == __version__
+
+
+def test_licence_is_the_full_apache_2_text() -> None:
+    text = (REPO / "LICENSE").read_bytes()
+    assert hashlib.sha256(text).hexdigest() == APACHE_2_SHA256
+    assert b"TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert b"APPENDIX: How to apply the Apache License to your work." in text
+
+
+def test_make_image_tags_the_version() -> None:
+    done = subprocess.run(
+        ["make", "-n", "image", "image-push"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.replace("\\\n", " ").splitlines()
+    tag = f"-t {IMAGE}:{__version__} "
+    assert lines[0].startswith("docker build ")
+    assert tag in lines[0]
+    assert tag in lines[1]
+    assert "--platform linux/amd64,linux/arm64" in lines[1]
+    assert "--push" in lines[1]
+
+
+def actionlint(tool: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    return subprocess.run(
+        [str(tool), "-shellcheck", str(shellcheck), *map(str, paths)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_workflow_passes_actionlint(go_tool: Callable[[str], Path]) -> None:
+    done = actionlint(go_tool("actionlint"), WORKFLOW)
+    assert (done.returncode, done.stdout) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        pytest.param(
+            "runs-on: ubuntu-24.04",
+            "runs-on: ubuntu-24.04\n    timeout: 5",
+            "unexpected key",
+            id="unknown-key",
+        ),
+        pytest.param(
+            "needs: test",
+            "needs: tests",
+            'job "image" needs job "tests" which does not exist',
+            id="bad-needs",
+        ),
+        pytest.param(
+            '"$GITHUB_REF_NAME" != "v$version"',
+            "$GITHUB_REF_NAME != v$version",
+            "SC2086",
+            id="shellcheck",
+        ),
+    ],
+)
+def test_actionlint_finds_planted_errors(
+    go_tool: Callable[[str], Path], tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    text = WORKFLOW.read_text()
+    assert old in text
+    broken = tmp_path / ".github" / "workflows" / "ci.yaml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(text.replace(old, new, 1))
+    done = actionlint(go_tool("actionlint"), broken)
+    assert done.returncode == 1
+    assert message in done.stdout
+
+
+def test_build_info_metric_on_the_real_server() -> None:
+    with tempfile.NamedTemporaryFile() as log:
+        server = start({}, log)
+        try:
+            text = httpx.get(f"{server.url}/metrics", timeout=5).text
+        finally:
+            server.stop()
+    (family,) = (f for f in text_string_to_metric_families(text) if f.name == "mxjob_build_info")
+    (sample,) = family.samples
+    assert sample.value == 1
+    assert sample.labels == {
+        "version": __version__,
+        "python": ".".join(map(str, sys.version_info[:3])),
+    }
+
+
+# `make run` before Python 3.11: a real older interpreter where the machine has one (pyenv or
+# PATH); otherwise a TEST DOUBLE that answers like Python 3.10 to the Makefile's two probes
+# (`-c <version check>` exits 1, `--version` prints "Python 3.10.0") and models nothing else.
+def older_python(tmp_path: Path) -> tuple[Path, str]:
+    for minor in range(10, 5, -1):
+        for candidate in (
+            *sorted(Path.home().glob(f".pyenv/versions/3.{minor}.*/bin/python3")),
+            shutil.which(f"python3.{minor}"),
+        ):
+            if not candidate:
+                continue
+            answer = subprocess.run(
+                [str(candidate), "--version"], capture_output=True, text=True, timeout=30
+            )
+            # (a pyenv shim of a version that is not selected fails here)
+            if answer.returncode == 0 and answer.stdout.startswith("Python 3."):
+                return Path(candidate), answer.stdout.split()[-1]
+    stub = tmp_path / "python3.10-double"
+    stub.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.0" && exit 0\nexit 1\n')
+    stub.chmod(0o755)
+    return stub, "3.10.0"
+
+
+def project_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "project"
+    copy.mkdir()
+    for name in ("Makefile", "requirements.txt", "requirements-dev.txt"):
+        shutil.copy(REPO / name, copy)
+    (copy / "app").mkdir()
+    shutil.copy(REPO / "app" / "__init__.py", copy / "app")
+    return copy
+
+
+def make(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["make", *args], cwd=copy, capture_output=True, text=True, timeout=120)
+
+
+def test_make_run_refuses_an_old_python_with_a_clear_message(tmp_path: Path) -> None:
+    python, version = older_python(tmp_path)
+    copy = project_copy(tmp_path)
+    done = make(copy, "run", f"PYTHON={python}")
+    assert done.returncode == 2
+    assert (
+        f"make: mxjob-controller needs Python 3.11 or later, and {python} is Python {version}; "
+        "run make PYTHON=python3.11 (or newer)"
+    ) in done.stderr
+    assert not (copy / ".venv").exists()
+
+
+def broken_dangling(venv: Path, _: Path) -> None:
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(venv / "gone" / "python3")
+
+
+def broken_old(venv: Path, tmp_path: Path) -> None:
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(older_python(tmp_path)[0])
+
+
+def broken_without_pip(venv: Path, _: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        pytest.param(broken_dangling, id="python-gone"),
+        pytest.param(broken_old, id="python-too-old"),
+        pytest.param(broken_without_pip, id="no-pip"),
+    ],
+)
+def test_a_broken_venv_is_built_again(
+    tmp_path: Path, breakage: Callable[[Path, Path], None]
+) -> None:
+    copy = project_copy(tmp_path)
+    breakage(copy / ".venv", tmp_path)
+    (copy / ".venv" / ".runtime").touch()  # the stamp that used to make it look complete
+    done = make(copy, "-n", "run", f"PYTHON={sys.executable}")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "make: .venv is broken (no working Python 3.11 or later with pip in it); building it again"
+        in done.stdout
+    )
+    assert not (copy / ".venv").exists()
+    plan = done.stdout.splitlines()
+    assert f"{sys.executable} -m venv .venv" in plan
+    assert ".venv/bin/pip install --quiet -r requirements.txt" in plan
+    assert plan[-1] == ".venv/bin/python -m app serve --host 127.0.0.1 --port 8080"
+
+
+def test_a_healthy_venv_is_kept(tmp_path: Path) -> None:
+    """The check leaves a working .venv alone, here a link to the project's own."""
+    copy = project_copy(tmp_path)
+    (copy / ".venv").symlink_to(Path(sys.executable).parents[1])
+    done = make(copy, "-n", "run")
+    assert "broken" not in done.stdout
+    assert (copy / ".venv").is_symlink()
+    assert "-m venv" not in done.stdout

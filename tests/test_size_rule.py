@@ -1,0 +1,171 @@
+"""The size rule (app/validation.py): MX_CONFIG fits a process's environment, a sync fits the
+body limit; the CRD's CEL form agrees with the hook."""
+
+import json
+import subprocess
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from app import builders, validation
+from app.defaults import SpecError, normalise
+from app.settings import Settings
+from tests import support as s
+from tests.cel_size_rule import rule
+from tests.crd_admission import CRD_FILE, cel_errors
+
+MakeSpec = Callable[[int], dict[str, Any]]
+CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
+
+
+def train(port: int | None = None, env_bytes: int = 0, sidecars: int = 0) -> MakeSpec:
+    """A train job of n replicas: one scheduler, a tenth servers, the rest workers."""
+
+    def make(n: int) -> dict[str, Any]:
+        spec = s.train_spec(servers=n // 10, workers=n - 1 - n // 10)
+        for replica in spec["mxReplicaSpecs"].values():
+            containers = replica["template"]["spec"]["containers"]
+            if port is not None:
+                containers[0]["ports"] = [{"name": "mxjob-port", "containerPort": port}]
+            if env_bytes:
+                containers[0]["env"] = [{"name": "BIG", "value": "x" * env_bytes}]
+            containers += [{"name": f"side-{i}", "image": "busybox"} for i in range(sidecars)]
+        return spec
+
+    return make
+
+
+def tune(n: int) -> dict[str, Any]:
+    server = s.replica(n - 2) | {"label": "rtx-é"}
+    specs = {"TunerTracker": s.replica(1), "TunerServer": server, "Tuner": s.replica(1)}
+    return {"jobMode": "MXTune", "mxReplicaSpecs": specs}
+
+
+def admitted(name: str, spec: dict[str, Any]) -> bool:
+    try:
+        validation.parse(name, spec)
+    except SpecError:
+        return False
+    return True
+
+
+def largest(name: str, make: MakeSpec) -> int:
+    """The most replicas validation admits for this name and shape."""
+    low, high = 3, validation.MAX_REPLICAS + 1
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if admitted(name, make(middle)) else (low, middle)
+    return low
+
+
+# (job name, shape, the most replicas admitted), by the part of the rule that binds.
+BY_MX_CONFIG = [
+    pytest.param("a", train(), 3680, id="one-letter-name"),
+    pytest.param("mnist", train(), 3311, id="five-letter-name"),
+    pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
+    pytest.param("a" * 51, train(), 1538, id="longest-name"),
+    pytest.param("tune", tune, 3000, id="tune-job"),
+]
+SHAPES = [
+    *BY_MX_CONFIG,
+    # The cap, just under the 4,001 replicas whose MX_CONFIG would still fit.
+    pytest.param("a", train(port=1), validation.MAX_REPLICAS, id="one-letter-name-port-1"),
+    # The sync request's bytes.
+    pytest.param("a", train(env_bytes=20_000), 944, id="20-kb-template"),
+    pytest.param("a", train(sidecars=3), 2388, id="three-sidecars"),
+]
+
+
+@pytest.mark.parametrize(("name", "make", "most"), SHAPES)
+def test_the_largest_admitted_job(name: str, make: MakeSpec, most: int) -> None:
+    assert largest(name, make) == most
+    refusal = "the size rule" if most < validation.MAX_REPLICAS else "replicas in all, at most"
+    with pytest.raises(SpecError, match=refusal):
+        validation.parse(name, make(most + 1))
+
+
+@pytest.mark.parametrize(("name", "make", "most"), SHAPES)
+def test_mx_config_bytes_is_the_longest_mx_config(name: str, make: MakeSpec, most: int) -> None:
+    for n in (3, 11, most):
+        spec = validation.parse(name, make(n)) if n < most else validation.parse(name, make(most))
+        job = builders.job_context(name, "ns", spec)
+        longest = max(
+            len(builders.pod(job, t, i, 0, 0)["spec"]["containers"][0]["env"][0]["value"])
+            for t, replica in spec.mxReplicaSpecs.items()
+            for i in range(replica.replicas)
+        )
+        assert builders.mx_config_bytes(name, spec) == longest
+
+
+def test_linux_takes_the_longest_mx_config_and_not_a_byte_more() -> None:
+    fits = {"MX_CONFIG": "x" * validation.MAX_MX_CONFIG}
+    subprocess.run(["true"], env=fits, check=True, timeout=30)
+    with pytest.raises(OSError, match="Argument list too long"):
+        subprocess.run(["true"], env={"MX_CONFIG": fits["MX_CONFIG"] + "x"}, timeout=30)
+
+
+def test_two_replicas_over_the_cap_nothing_fits() -> None:
+    """The smallest MX_CONFIG of n replicas: one scheduler and n-1 workers of a job named
+    `a` on port 1 (a server's entry is as long as a worker's, a tuner server's longer)."""
+
+    def fits(n: int) -> bool:
+        spec = s.train_spec(servers=0, workers=n - 1)
+        for replica in spec["mxReplicaSpecs"].values():
+            port = {"name": "mxjob-port", "containerPort": 1}
+            replica["template"]["spec"]["containers"][0]["ports"] = [port]
+        typed = validation.MXJobSpec.model_validate(normalise(spec))
+        return builders.mx_config_bytes("a", typed) <= validation.MAX_MX_CONFIG
+
+    cap = validation.MAX_REPLICAS
+    assert [fits(n) for n in (cap, cap + 1, cap + 2)] == [True, True, False]
+
+
+def test_every_admitted_sync_fits_the_default_body_limit_with_room() -> None:
+    assert Settings().max_body_bytes >= validation.MAX_SYNC_BYTES * 4 // 3
+
+
+def test_the_crd_holds_the_generated_cel_rule() -> None:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert rule() in [r["rule"] for r in root["x-kubernetes-validations"]]
+
+
+def _cel_refuses(name: str, spec: dict[str, Any]) -> bool:
+    errors = cel_errors(s.mxjob(spec, name))
+    return any(e.startswith(CEL_MESSAGE) for e in errors)
+
+
+# The CEL rule leaves out the labels map and the commas between types: at most this many
+# bytes under the hook's count for these jobs.
+CEL_SLACK = 120
+
+
+@pytest.mark.parametrize(("name", "make", "most"), BY_MX_CONFIG)
+def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
+    name: str, make: MakeSpec, most: int
+) -> None:
+    assert not _cel_refuses(name, make(most))
+    beyond = next(
+        n
+        for n in range(most + 1, most + 20)
+        if builders.mx_config_bytes(name, validation.MXJobSpec.model_validate(make(n)))
+        > validation.MAX_MX_CONFIG + CEL_SLACK
+    )
+    assert _cel_refuses(name, make(beyond))
+
+
+def test_size_message_names_the_rule_and_the_figures() -> None:
+    with pytest.raises(SpecError) as refused:
+        validation.parse("a", train(env_bytes=20_000)(945))
+    assert str(refused.value) == (
+        "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
+        f"job would carry about {validation.sync_request_bytes('a', _spec(945)) // 2**20} MiB, "
+        "more than 48 MiB; use fewer replicas or smaller pod templates"
+    )
+    assert json.dumps(str(refused.value))
+
+
+def _spec(n: int) -> validation.MXJobSpec:
+    return validation.MXJobSpec.model_validate(train(env_bytes=20_000)(n))
