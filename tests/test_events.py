@@ -220,6 +220,16 @@ def test_sync_returns_events_only_when_declared(
     found = [c["metadata"]["name"] for c in answer["children"] if c["kind"] == "Event"]
     assert found == events
     assert len(answer["children"]) == 10 + len(events)
+    assert answer["status"] == sync(request(mxjob(train_spec())), NOW)["status"]
+
+
+def test_an_invalid_spec_keeps_the_observed_events_and_adds_none() -> None:
+    kept = as_observed(event("Created", "MXJobCreated", T0))
+    answer = sync(request(mxjob({"mxReplicaSpecs": {}}), others={CHILD_TYPE: [kept]}), AT)
+    assert answer["status"]["conditions"][-1]["reason"] == "MXJobInvalidSpec"
+    assert [(c["kind"], c["metadata"]["name"]) for c in answer["children"]] == [
+        ("Event", kept["metadata"]["name"])
+    ]
 
 
 def test_the_component_declares_events_children(tmp_path: Path) -> None:
