@@ -186,7 +186,8 @@ def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime)
 
 
 def _has_children(request: envelope.SyncRequest) -> bool:
-    return any(request.observed(kind) for kind in request.children)
+    """Whether the job has pods or Services: its Events say nothing about that."""
+    return any(request.observed(kind) for kind in (envelope.POD, envelope.SERVICE))
 
 
 def _without_edit_failure(previous: dict[str, Any], has_children: bool) -> dict[str, Any]:
@@ -233,7 +234,9 @@ def _invalid(
         )
     status = _status(conds, counts, previous.get("startTime"))
     children = [
-        _as_observed(child) for kind in sorted(request.children) for child in request.observed(kind)
+        _as_observed(child, kind)
+        for kind in sorted(request.children)
+        for child in request.observed(kind)
     ]
     return {"status": status, "children": children, "resyncAfterSeconds": 0}
 
@@ -250,15 +253,18 @@ def _recorded_statuses(recorded: Any) -> dict[str, dict[str, int]]:
     }
 
 
-def _as_observed(child: dict[str, Any]) -> dict[str, Any]:
+def _as_observed(child: dict[str, Any], child_type: str) -> dict[str, Any]:
     """An observed child as its own desired state: identity, labels and spec (a ConfigMap's
     data: the pods still read it), nothing the cluster wrote (status, uid,
-    resourceVersion, Metacontroller's bookkeeping)."""
+    resourceVersion, Metacontroller's bookkeeping). Its kind and apiVersion are those of the
+    type it was observed under (`Pod.v1`), which Metacontroller needs to apply it."""
     meta = child.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
     if isinstance(kept.get("annotations"), dict):
         kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
-    out = {k: child[k] for k in ("apiVersion", "kind", "spec", "data", "binaryData") if k in child}
+    kind, _, api_version = child_type.partition(".")
+    out = {"apiVersion": api_version, "kind": kind}
+    out |= {k: child[k] for k in ("spec", "data", "binaryData") if k in child}
     return out | {"metadata": kept}

@@ -143,10 +143,24 @@ def pods(phase: str, *names: str) -> dict[str, str]:
 
 
 def run_job(server: ApiServer, rest: Rest, namespace: str, job: dict[str, Any]) -> Job:
-    """The job applied, its pods created and then started by the kubelet, the job Running."""
+    """The job applied, its pods created and then started by the kubelet, the job Running
+    and its status counting every replica active."""
     applied = apply_job(server, rest, namespace, job)
     names = tuple(expected_children(job))
     applied.reaches(State(CREATED, pods("Pending", *names), names), "created")
     Kubelet(rest, namespace).run(*names)
     applied.reaches(State(RUNNING, pods("Running", *names), names), "running")
+    # `Running` can be written before the last pod's start is counted (the scheduler decides):
+    # wait for the status that counts every replica active, the one nothing changes after.
+    wait_for(
+        lambda: active(applied.status()),
+        "every replica counted active",
+        until=lambda n: n == len(names),
+    )
     return applied
+
+
+def active(status: dict[str, Any]) -> int:
+    """Replicas the status counts as active (running), over all replica types."""
+    counts = status.get("replicaStatuses") or {}
+    return sum(c.get("active", 0) for c in counts.values())

@@ -22,6 +22,10 @@ SERVERS = (f"{DIST}-server-0", f"{DIST}-server-1")
 FINISHERS = (f"{DIST}-worker-0", f"{DIST}-worker-1", f"{DIST}-scheduler-0")
 RESTARTING = CREATED | {"Restarting": "MXJobRestarting"}
 SUCCEEDED = CREATED | {"Succeeded": "MXJobSucceeded"}
+# How late a timer may fire. Measured: 0.1 to 3.7 s on 2 loaded cores, of which up to 1 s by
+# design (times are stamped to the second); Metacontroller's own resync (every 30 s) would be
+# up to 30 s late, so most of the time a hook that forgot resyncAfterSeconds fails this.
+LATE = 10
 
 
 def dist_cpu(**run_policy: Any) -> dict[str, Any]:
@@ -139,7 +143,7 @@ def test_active_deadline_fires_on_time(
     late = (seen - due).total_seconds()
     figure(f"activeDeadlineSeconds {deadline}: Failed seen {late:.1f} s after startTime + deadline")
     assert decided >= due, "never before the deadline"
-    assert late < 10, f"the deadline fired {late:.1f} s late"
+    assert late < LATE, f"the deadline fired {late:.1f} s late"
 
 
 def test_suspend_and_resume(real_stack: RealStack, rest: Rest, namespace: str) -> None:
@@ -180,7 +184,7 @@ def test_ttl_removes_every_child_and_keeps_the_job(
     late = (datetime.now(UTC) - due).total_seconds()
     figure(f"ttlSecondsAfterFinished {ttl}: children gone {late:.1f} s after completionTime + ttl")
     assert late >= 0, "never before the TTL"
-    assert late < 10, f"the TTL fired {late:.1f} s late"
+    assert late < LATE, f"the TTL fired {late:.1f} s late"
 
 
 def test_tune_job_is_decided_by_its_tuner(
