@@ -130,7 +130,8 @@ def _exit_code(statuses: list[dict[str, Any]]) -> int | None:
     for status in statuses:
         code = dig(status, "state", "terminated", "exitCode")
         if type(code) is int:
-            codes[status.get("name")] = code
+            name = status.get("name")  # any JSON value: only a string can be the main container
+            codes[name if isinstance(name, str) else None] = code
     main = codes.pop(names.MAIN_CONTAINER, None)
     if main:
         return main
