@@ -65,8 +65,8 @@ soak: $(VENV)/.dev
 	$(BIN)/python -m scripts.soak --duration $(SOAK_SECONDS)
 
 # The hook against its floor (echo + parse + serialize) on loopback, on uvicorn as shipped and
-# on uvicorn[standard]; rewrites docs/performance.md and its plots (a few minutes;
-# BENCH_ARGS=--quick for a smoke run, --help for the rest).
+# on uvicorn[standard]; rewrites docs/performance.md and its plots, which says how long a run
+# takes (BENCH_ARGS=--quick for a smoke run, --help for the rest).
 BENCH_ARGS ?=
 STANDARD_LIB := .cache/uvicorn-standard
 .PHONY: bench bench-e2e
@@ -94,6 +94,7 @@ image-push:
 
 # The whole stack (kube-apiserver, etcd, Metacontroller v4.17.2, the hook) from `kubectl apply`
 # to Running, Metacontroller's defaults beside the shipped flags; rewrites its part of
-# docs/performance.md (about 25 minutes; BENCH_ARGS=--quick for 1/1/2 and 1/16/64 only).
+# docs/performance.md, which says how long a run takes (BENCH_ARGS=--quick for 1/1/2 and
+# 1/16/64 only).
 bench-e2e: $(VENV)/.dev
 	$(BIN)/python -m scripts.bench.e2e $(BENCH_ARGS)
