@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-BUILD_TIMEOUT = 3600  # a cold build of kube-apiserver, or of every Go tool, on 2 shared cores
+BUILD_TIMEOUT = 3600  # a cold build of every Go tool on 2 shared cores
 STOP_TIMEOUT = 15
 
 
@@ -23,10 +23,11 @@ def run(
     args: list[str],
     progress: Callable[[str], None],
     env: Mapping[str, str] | None = None,
+    timeout: float = BUILD_TIMEOUT,
 ) -> dict[str, Path]:
     """Run `script` with `args`; its progress lines (those starting with the script's name and
     a colon) go to `progress` as they come. Returns the paths it printed, by name; raises
-    BuildScriptError with its whole output if it fails or outlives BUILD_TIMEOUT."""
+    BuildScriptError with its whole output if it fails or outlives `timeout` seconds."""
     prefix = f"{script.stem}:"
     lines: list[str] = []
     with subprocess.Popen(
@@ -44,10 +45,10 @@ def run(
         reader = threading.Thread(target=follow, daemon=True)
         reader.start()
         try:
-            process.wait(timeout=BUILD_TIMEOUT)
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             stop(process)
-            lines.append(f"(stopped after {BUILD_TIMEOUT} s)\n")
+            lines.append(f"(stopped after {timeout:.0f} s)\n")
         reader.join(timeout=STOP_TIMEOUT)
     command = " ".join([str(script), *args])
     if process.returncode != 0:

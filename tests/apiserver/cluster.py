@@ -25,6 +25,7 @@ from .pki import Pki, make_pki
 
 REPO = Path(__file__).resolve().parents[2]
 BINARIES_SCRIPT = REPO / "scripts" / "k8s-binaries.sh"
+BUILD_TIMEOUT = 40 * 60  # a cold Go build of kube-apiserver on 2 cores; later runs take a second
 START_TIMEOUT = 120
 KUBECTL_TIMEOUT = 60
 ADMIN_USER = "mxjob-test-admin"
@@ -100,9 +101,8 @@ class ApiServer:
 def obtain_binaries(progress: Callable[[str], None]) -> Binaries:
     """Run scripts/k8s-binaries.sh (a cold build takes minutes) and return the paths it prints."""
     try:
-        paths = buildscript.run(
-            BINARIES_SCRIPT, [], progress, env={**os.environ, "PYTHON": sys.executable}
-        )
+        env = {**os.environ, "PYTHON": sys.executable}
+        paths = buildscript.run(BINARIES_SCRIPT, [], progress, env, BUILD_TIMEOUT)
         return Binaries(
             kube_apiserver=paths["KUBE_APISERVER"], etcd=paths["ETCD"], kubectl=paths["KUBECTL"]
         )

@@ -30,6 +30,7 @@ from tests import buildscript
 from tests.buildscript import stop
 
 from .cluster import (
+    BUILD_TIMEOUT,
     ApiServer,
     ClusterError,
     free_port,
@@ -60,7 +61,7 @@ def metacontroller_crds() -> Path:
 def obtain_metacontroller(progress: Callable[[str], None]) -> Path:
     """The Metacontroller binary (a cold build takes a minute or more)."""
     try:
-        return buildscript.run(SCRIPT, [], progress)["METACONTROLLER"]
+        return buildscript.run(SCRIPT, [], progress, timeout=BUILD_TIMEOUT)["METACONTROLLER"]
     except buildscript.BuildScriptError as error:
         raise ClusterError(str(error)) from None
     except KeyError:
