@@ -11,6 +11,8 @@ the bench-e2e markers.
 
     .venv/bin/python -m scripts.bench.e2e            # every scenario, ~25 minutes
     .venv/bin/python -m scripts.bench.e2e --quick    # 1/1/2 and 1/16/64 only
+    .venv/bin/python -m scripts.bench.e2e --configmap  # the big job's life, MX_CONFIG inline
+                                                       # against the per-job ConfigMap
 """
 
 import argparse
