@@ -72,8 +72,11 @@ def mark_pods(kube: Kube, namespace: str, exited: bool = False) -> None:
     def mark(pod: dict[str, Any]) -> None:
         image = pod["spec"]["containers"][0]["image"]
         url = path("pods", namespace, pod["metadata"]["name"]) + "/status"
-        status = podstatus.terminated(stamp, stamp, image, 0) if exited else None
-        kube.merge_patch(url, {"status": status or podstatus.running(stamp, image)})
+        if exited:
+            status = podstatus.terminated(stamp, stamp, image, 0)
+        else:
+            status = podstatus.running(stamp, image)
+        kube.merge_patch(url, {"status": status})
 
     # The Scheduler decides Running and Succeeded (docs/behaviour.md): marked last, after
     # every other pod, so that the time to Running counts from the moment every pod runs.
