@@ -95,6 +95,7 @@ image-push:
 # The whole stack (kube-apiserver, etcd, Metacontroller v4.17.2, the hook) from `kubectl apply`
 # to Running, Metacontroller's defaults beside the shipped flags; rewrites its part of
 # docs/performance.md, which says how long a run takes (BENCH_ARGS=--quick for 1/1/2 and
-# 1/16/64 only).
+# 1/16/64 only; BENCH_ARGS=--configmap for the 1/100/1000 job's whole life with MX_CONFIG inline
+# and as shipped).
 bench-e2e: $(VENV)/.dev
 	$(BIN)/python -m scripts.bench.e2e $(BENCH_ARGS)

@@ -11,6 +11,8 @@ the bench-e2e markers.
 
     .venv/bin/python -m scripts.bench.e2e            # every scenario, ~25 minutes
     .venv/bin/python -m scripts.bench.e2e --quick    # 1/1/2 and 1/16/64 only
+    .venv/bin/python -m scripts.bench.e2e --configmap  # the big job's life, MX_CONFIG inline
+                                                       # against the per-job ConfigMap
 """
 
 import argparse
@@ -29,34 +31,59 @@ import yaml
 from e2e import podstatus
 from e2e.kube import Kube, path
 from e2e.stack import REPO, Stack, real_stack, shipped_flags
-from scripts.bench.e2e_report import END, START, Measure, report, summary
-from scripts.bench.observe import Seen, audited, cpu_seconds, hook_syncs, wait_for, watching
+from scripts.bench.e2e_report import (
+    BEFORE,
+    CONFIGMAP_END,
+    CONFIGMAP_START,
+    END,
+    START,
+    Measure,
+    configmap_report,
+    report,
+    summary,
+)
+from scripts.bench.observe import (
+    Seen,
+    audited,
+    cpu_seconds,
+    hook_log,
+    hook_syncs,
+    wait_for,
+    watching,
+)
 from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import write_doc
 from scripts.bench.staged import staged_hook
-from scripts.bench.workloads import QUICK, SCENARIOS, Scenario, Setting, mxjob
-from tests.apiserver.realstack import install_controller
+from scripts.bench.workloads import CONFIGMAP, QUICK, SCENARIOS, Scenario, Setting, mxjob
+from tests.apiserver.realstack import Hook, composite_controller, install_controller, serve_hook
 
 DOC = REPO / "docs" / "performance.md"
 MARKERS = 16  # threads patching pod status, as many kubelets would
 TYPE_LABEL = "training.kubeflow.org/replica-type"
+INLINE_BODY_LIMIT = 192 * 1024 * 1024  # the previous release's MXJOB_MAX_BODY_BYTES
 
 
-def mark_running(kube: Kube, namespace: str) -> None:
-    """Every pod in `namespace` Running, as its kubelet would report it."""
+def mark_pods(kube: Kube, namespace: str, exited: bool = False) -> None:
+    """Every pod in `namespace` Running, as its kubelet would report it; with `exited`, the
+    Schedulers' pods Succeeded instead (their process exited 0)."""
     pods, _ = kube.list(path("pods", namespace))
     stamp = podstatus.now_stamp()
 
     def mark(pod: dict[str, Any]) -> None:
         image = pod["spec"]["containers"][0]["image"]
         url = path("pods", namespace, pod["metadata"]["name"]) + "/status"
-        kube.merge_patch(url, {"status": podstatus.running(stamp, image)})
+        if exited:
+            status = podstatus.terminated(stamp, stamp, image, 0)
+        else:
+            status = podstatus.running(stamp, image)
+        kube.merge_patch(url, {"status": status})
 
-    # The Scheduler decides Running (docs/behaviour.md): marked last, after every other pod,
-    # so that the time to Running counts from the moment every pod runs.
+    # The Scheduler decides Running and Succeeded (docs/behaviour.md): marked last, after
+    # every other pod, so that the time to Running counts from the moment every pod runs.
     schedulers = [p for p in pods if p["metadata"]["labels"].get(TYPE_LABEL) == "scheduler"]
     with ThreadPoolExecutor(MARKERS) as pool:
-        list(pool.map(mark, [p for p in pods if p not in schedulers]))
+        if not exited:
+            list(pool.map(mark, [p for p in pods if p not in schedulers]))
         list(pool.map(mark, schedulers))
 
 
@@ -68,7 +95,8 @@ def new_namespace(kube: Kube) -> str:
 
 def apply_and_time(stack: Stack, kube: Kube, namespace: str, scenario: Scenario) -> Seen:
     """`kubectl apply` the scenario's jobs; wait for every child and a condition on every job,
-    mark every pod Running, wait for every job's Running condition."""
+    mark every pod Running, wait for every job's Running condition; for a whole life, mark the
+    Schedulers Succeeded and wait for every job's Succeeded condition and the clean-up."""
     jobs = [mxjob(f"job-{i}", scenario) for i in range(scenario.jobs)]
     for job in jobs:
         job["metadata"]["namespace"] = namespace
@@ -79,9 +107,14 @@ def apply_and_time(stack: Stack, kube: Kube, namespace: str, scenario: Scenario)
         stack.apiserver.kubectl("apply", "-f", "-", input=manifest)
         for what in ("pods", "services", "condition"):
             wait_for(seen, what, deadline)
-        mark_running(kube, namespace)
+        mark_pods(kube, namespace)
         seen.mark("marked")
         wait_for(seen, "running", deadline)
+        if scenario.life:
+            mark_pods(kube, namespace, exited=True)
+            seen.mark("exited")
+            wait_for(seen, "succeeded", deadline)
+            wait_for(seen, "cleaned", deadline)
     return seen
 
 
@@ -97,15 +130,26 @@ def measure(
     slug = f"{scenario.name.split(' ')[0]}-{setting.name.split(' ')[0].lower()}"
     profile = CpuProfile(pprof_seconds, stack.workdir / f"pprof-{slug}.pb.gz")
     flags = setting.flags + ((profile.flag,) if pprof_seconds else ())
-    with ExitStack() as hook:
+    with ExitStack() as scope:
+        hook = stack.hook
+        if setting.inline:
+            env = {"MXJOB_MAX_BODY_BYTES": str(INLINE_BODY_LIMIT)}
+            hook = scope.enter_context(serve_hook(stack.workdir, env))
+            controller = composite_controller(hook.url)
+            kept = controller["spec"]["childResources"]
+            kept[:] = [c for c in kept if c["resource"] != "configmaps"]
+            stack.apiserver.apply(controller)
+            scope.callback(install_controller, stack.apiserver, stack.hook.url)
         if setting.staged:
-            install_controller(stack.apiserver, hook.enter_context(staged_hook(stack.hook.url)))
-            hook.callback(install_controller, stack.apiserver, stack.hook.url)
-        return _measure(stack, kube, audit_log, scenario, setting, progress, profile, flags)
+            install_controller(stack.apiserver, scope.enter_context(staged_hook(hook.url)))
+            scope.callback(install_controller, stack.apiserver, stack.hook.url)
+        args = (stack, hook, kube, audit_log, scenario, setting, progress, profile, flags)
+        return _measure(*args)
 
 
 def _measure(
     stack: Stack,
+    hook: Hook,
     kube: Kube,
     audit_log: Path,
     scenario: Scenario,
@@ -122,14 +166,14 @@ def _measure(
         cleanup(kube, warm_up)
         namespace = new_namespace(kube)
         offset = audit_log.stat().st_size
-        pids = (controller.process.pid, stack.hook.process.pid)
+        pids = (controller.process.pid, hook.process.pid)
         cpu_before = [cpu_seconds(pid) for pid in pids]
-        syncs_before = hook_syncs(stack.hook.url)
+        syncs_before = hook_syncs(hook.url)
         if pprof_seconds:
             profile.start()
         seen = apply_and_time(stack, kube, namespace, scenario)
         cpu_after = [cpu_seconds(pid) for pid in pids]
-        syncs = hook_syncs(stack.hook.url) - syncs_before
+        syncs = hook_syncs(hook.url) - syncs_before
         if pprof_seconds:
             profile.wait()
             text = top(profile.out, stack.binary)
@@ -146,6 +190,7 @@ def _measure(
         cpu_after[1] - cpu_before[1],
         requests,
         syncs,
+        hook_log(hook.log, namespace),
     )
     progress(f"{scenario.name}, {setting.name}: " + summary(result))
     return result
@@ -188,6 +233,12 @@ def cli(argv: list[str]) -> argparse.Namespace:
         help="also measure the shipped setting with the hook's first answer staged (staged.py)",
     )
     parser.add_argument(
+        "--configmap",
+        action="store_true",
+        help="only the big job's whole life, MX_CONFIG inline (before) and as shipped, side by "
+        "side under the shipped flags (a few minutes); writes its own block of the doc",
+    )
+    parser.add_argument(
         "--no-write", dest="write", action="store_false", help="print only; leave docs/ alone"
     )
     args = parser.parse_args(argv)
@@ -195,13 +246,24 @@ def cli(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def chosen(args: argparse.Namespace) -> list[Scenario]:
+    if args.configmap:
+        names: tuple[str, ...] = CONFIGMAP
+    elif args.scenarios:
+        names = tuple(args.scenarios.split(","))
+    elif args.quick:
+        names = QUICK
+    else:
+        return [s for s in SCENARIOS if not s.life]
+    return [s for s in SCENARIOS if s.name in names or s.name.split(" ")[0] in names]
+
+
 def main(argv: list[str]) -> int:
     args = cli(argv)
-    names = args.scenarios.split(",") if args.scenarios else QUICK if args.quick else None
-    scenarios = [
-        s for s in SCENARIOS if names is None or s.name.split(" ")[0] in names or s.name in names
-    ]
+    scenarios = chosen(args)
     settings = [Setting("Metacontroller's defaults", ())] if args.defaults else []
+    if args.configmap:
+        settings = [Setting(BEFORE, shipped_flags(), inline=True)]
     for spec in args.setting:
         name, _, flags = spec.partition("=")
         settings.append(Setting(name, tuple(flags.split())))
@@ -226,11 +288,13 @@ def main(argv: list[str]) -> int:
                     )
         finally:
             kube.close()
-    text = report(measures, settings, args, time.monotonic() - started)
+    seconds = time.monotonic() - started
+    marks = (CONFIGMAP_START, CONFIGMAP_END) if args.configmap else (START, END)
+    text = (configmap_report if args.configmap else report)(measures, settings, args, seconds)
     print(text)
     print(f"logs: {workdir}")
     if args.write:
-        write_doc(DOC, START, END, text)
+        write_doc(DOC, *marks, text)
         print(f"wrote {DOC.relative_to(REPO)}")
     return 0
 

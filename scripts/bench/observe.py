@@ -28,6 +28,7 @@ class Seen:
     start: float
     pods: set[str] = field(default_factory=set)
     services: set[str] = field(default_factory=set)
+    live: dict[str, set[str]] = field(default_factory=lambda: {"pods": set(), "services": set()})
     conditions: dict[str, set[str]] = field(default_factory=dict)
     at: dict[str, float] = field(default_factory=dict)
     changed: threading.Condition = field(default_factory=threading.Condition)
@@ -50,13 +51,28 @@ def watching(kube: Kube, namespace: str, scenario: Scenario) -> Iterator[Seen]:
                 on_event(event["type"], event["object"])
                 seen.changed.notify_all()
 
+    def alive(resource: str, kind: str, name: str) -> None:
+        if kind == "ADDED":
+            seen.live[resource].add(name)
+        elif kind == "DELETED":
+            seen.live[resource].discard(name)
+        cleaned()
+
+    def cleaned() -> None:
+        """Clean-up is done once only the Schedulers' pods and Services are left."""
+        left = {len(names) for names in seen.live.values()}
+        if "succeeded" in seen.at and left == {scenario.jobs}:
+            seen.mark("cleaned")
+
     def on_pod(kind: str, pod: dict[str, Any]) -> None:
+        alive("pods", kind, pod["metadata"]["name"])
         if kind == "ADDED":
             seen.pods.add(pod["metadata"]["name"])
             if len(seen.pods) == scenario.pods:
                 seen.mark("pods")
 
     def on_service(kind: str, service: dict[str, Any]) -> None:
+        alive("services", kind, service["metadata"]["name"])
         if kind == "ADDED":
             seen.services.add(service["metadata"]["name"])
             if len(seen.services) == scenario.pods:
@@ -71,6 +87,9 @@ def watching(kube: Kube, namespace: str, scenario: Scenario) -> Iterator[Seen]:
                 seen.mark("condition")
             if all("Running" in c for c in seen.conditions.values()):
                 seen.mark("running")
+            if all("Succeeded" in c for c in seen.conditions.values()):
+                seen.mark("succeeded")
+                cleaned()
 
     ready = threading.Semaphore(0)
     threads = [
@@ -112,6 +131,22 @@ def hook_syncs(url: str) -> float:
         for line in text.splitlines()
         if line.startswith("mxjob_sync_requests_total{")
     )
+
+
+def hook_log(log: Path, namespace: str) -> list[tuple[int, float]]:
+    """(request bytes, milliseconds) of every sync the hook answered for `namespace`, from its
+    JSON log lines (`body_bytes`, `duration_ms`)."""
+    out = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or entry.get("namespace") != namespace:
+            continue
+        if entry.get("status") == 200 and "body_bytes" in entry:
+            out.append((int(entry["body_bytes"]), float(entry["duration_ms"])))
+    return out
 
 
 def audited(log: Path, offset: int, namespace: str) -> Counter[str]:

@@ -186,6 +186,9 @@ class Scenario:
     servers: int
     workers: int
     timeout: float
+    # The whole life: after Running, the Scheduler exits 0, and the bench waits for Succeeded
+    # and for the clean-up (cleanPodPolicy Running: every pod but the Scheduler's removed).
+    life: bool = False
 
     @property
     def pods(self) -> int:
@@ -197,9 +200,13 @@ SCENARIOS = (
     Scenario("typical 1/16/64", 1, 16, 64, 300),
     Scenario("20 small jobs 1/2/2", 20, 2, 2, 300),
     Scenario("large 1/100/1000", 1, 100, 1000, 1200),
+    Scenario("life 1/100/1000", 1, 100, 1000, 1200, life=True),
 )
 
 QUICK = ("small 1/1/2", "typical 1/16/64")
+# `--configmap`: the big job's whole life with MX_CONFIG inline (before the per-job ConfigMap)
+# and as shipped, both under the shipped flags.
+CONFIGMAP = ("life 1/100/1000",)
 
 
 @dataclass(frozen=True)
@@ -207,6 +214,9 @@ class Setting:
     name: str
     flags: tuple[str, ...]
     staged: bool = False  # the hook's first answer staged (scripts/bench/staged.py)
+    # MX_CONFIG inline in every pod, as the previous release shipped it: a CompositeController
+    # without the ConfigMap child type, and a hook with that release's 192 MiB body limit.
+    inline: bool = False
 
 
 def mxjob(name: str, scenario: Scenario) -> dict[str, Any]:
