@@ -12,7 +12,7 @@ from .conftest import RealStack
 from .kubelet import Kubelet
 from .resources import crd_without_rules
 from .rest import Rest
-from .scenario import CREATED, RUNNING, State, apply_job, manifest, pods, run_job
+from .scenario import CREATED, RUNNING, Job, State, apply_job, manifest, pods, run_job
 from .waiting import wait_for
 
 DIST = "mnist-dist-cpu"
@@ -30,7 +30,7 @@ def without_scheduler() -> dict[str, Any]:
     return job
 
 
-def invalid_spec(job: Any) -> dict[str, Any] | None:
+def invalid_spec(job: Job) -> dict[str, Any] | None:
     """The job's True condition with reason MXJobInvalidSpec, if any."""
     conditions = job.status().get("conditions") or []
     return next(
