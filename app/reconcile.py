@@ -4,6 +4,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from app import builders, conditions, envelope, events, gang
 from app.defaults import SpecError
 from app.pods import Attempt, observe
@@ -251,14 +253,45 @@ def _recorded_statuses(recorded: Any) -> dict[str, dict[str, int]]:
 
 
 def _as_observed(child: dict[str, Any]) -> dict[str, Any]:
-    """An observed child as its own desired state: identity, labels and spec (a ConfigMap's
-    data: the pods still read it), nothing the cluster wrote (status, uid,
-    resourceVersion, Metacontroller's bookkeeping)."""
+    """An observed child as its own desired state. Metacontroller updates an in-place child
+    by a three-way merge of what it last applied, the desired state and the live object, so
+    the desired state that changes nothing is what it last applied: the observed object
+    instead (with the fields the API server defaulted) would have it rewrite each Service's
+    and ConfigMap's last-applied annotation (measured on a real API server). Without that
+    annotation: identity, labels and spec (a ConfigMap's data: the pods still read it),
+    nothing the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping)."""
+    applied = _last_applied(child)
+    if applied is not None:
+        return applied
     meta = child.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
     if isinstance(kept.get("annotations"), dict):
         kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
+        if not kept["annotations"]:
+            del kept["annotations"]
     out = {k: child[k] for k in ("apiVersion", "kind", "spec", "data", "binaryData") if k in child}
     return out | {"metadata": kept}
+
+
+def _last_applied(child: dict[str, Any]) -> dict[str, Any] | None:
+    """What Metacontroller last applied to this child, if its annotation holds this child."""
+    meta = child.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        applied = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(applied, dict) or not isinstance(applied.get("metadata"), dict):
+        return None
+    assert isinstance(meta, dict)
+    return applied if _identity(applied) == _identity(child) else None
+
+
+def _identity(child: dict[str, Any]) -> tuple[Any, ...]:
+    meta = child["metadata"]
+    return child.get("apiVersion"), child.get("kind"), meta.get("name"), meta.get("namespace")
