@@ -20,7 +20,8 @@ BUILD_INFO.labels(__version__, platform.python_version()).set(1)
 SYNCS = Counter(
     "mxjob_sync_requests",
     "Sync requests answered, by outcome "
-    "(ok, invalid_spec, bad_request, unauthorized, too_large, error).",
+    "(ok, invalid_spec, bad_request, unauthorized, too_large, timeout, busy, expired, "
+    "client_gone, error).",
     ["outcome"],
     registry=REGISTRY,
 )

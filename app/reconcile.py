@@ -188,7 +188,8 @@ def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime)
 
 
 def _has_children(request: envelope.SyncRequest) -> bool:
-    return any(request.observed(kind) for kind in request.children)
+    """Whether the job has pods or Services: its Events say nothing about that."""
+    return any(request.observed(kind) for kind in (envelope.POD, envelope.SERVICE))
 
 
 def _without_edit_failure(previous: dict[str, Any], has_children: bool) -> dict[str, Any]:
@@ -235,7 +236,9 @@ def _invalid(
         )
     status = _status(conds, counts, previous.get("startTime"))
     children = [
-        _as_observed(child) for kind in sorted(request.children) for child in request.observed(kind)
+        _as_observed(child, kind)
+        for kind in sorted(request.children)
+        for child in request.observed(kind)
     ]
     return {"status": status, "children": children, "resyncAfterSeconds": 0}
 
@@ -252,15 +255,18 @@ def _recorded_statuses(recorded: Any) -> dict[str, dict[str, int]]:
     }
 
 
-def _as_observed(child: dict[str, Any]) -> dict[str, Any]:
+def _as_observed(child: dict[str, Any], child_type: str) -> dict[str, Any]:
     """An observed child as its own desired state. Metacontroller updates an in-place child
     by a three-way merge of what it last applied, the desired state and the live object, so
     the desired state that changes nothing is what it last applied: the observed object
     instead (with the fields the API server defaulted) would have it rewrite each Service's
     and ConfigMap's last-applied annotation (measured on a real API server). Without that
     annotation: identity, labels and spec (a ConfigMap's data: the pods still read it),
-    nothing the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping)."""
-    applied = _last_applied(child)
+    nothing the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping).
+    Its kind and apiVersion are those of the type it was observed under (`Pod.v1`), which
+    Metacontroller needs to apply it."""
+    kind, _, api_version = child_type.partition(".")
+    applied = _last_applied(child, api_version, kind)
     if applied is not None:
         return applied
     meta = child.get("metadata")
@@ -271,11 +277,12 @@ def _as_observed(child: dict[str, Any]) -> dict[str, Any]:
         kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
         if not kept["annotations"]:
             del kept["annotations"]
-    out = {k: child[k] for k in ("apiVersion", "kind", "spec", "data", "binaryData") if k in child}
+    out = {"apiVersion": api_version, "kind": kind}
+    out |= {k: child[k] for k in ("spec", "data", "binaryData") if k in child}
     return out | {"metadata": kept}
 
 
-def _last_applied(child: dict[str, Any]) -> dict[str, Any] | None:
+def _last_applied(child: dict[str, Any], api_version: str, kind: str) -> dict[str, Any] | None:
     """What Metacontroller last applied to this child, if its annotation holds this child."""
     meta = child.get("metadata")
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
@@ -289,9 +296,6 @@ def _last_applied(child: dict[str, Any]) -> dict[str, Any] | None:
     if not isinstance(applied, dict) or not isinstance(applied.get("metadata"), dict):
         return None
     assert isinstance(meta, dict)
-    return applied if _identity(applied) == _identity(child) else None
-
-
-def _identity(child: dict[str, Any]) -> tuple[Any, ...]:
-    meta = child["metadata"]
-    return child.get("apiVersion"), child.get("kind"), meta.get("name"), meta.get("namespace")
+    mine = [api_version, kind, meta.get("name"), meta.get("namespace")]
+    names = [applied["metadata"].get("name"), applied["metadata"].get("namespace")]
+    return applied if [applied.get("apiVersion"), applied.get("kind"), *names] == mine else None

@@ -89,6 +89,12 @@ class DeadlineProtocol(H11Protocol):
         send = cycle.send
 
         async def timed_send(message: Any) -> None:
+            if self.transport.is_closing() and not cycle.response_complete:
+                # The client left or the connection was cut: uvicorn learns it a loop turn
+                # later, and would write to the dead socket (and log the unfinished answer
+                # as an error) meanwhile.
+                cycle.disconnected = True
+                return
             if message["type"] == "http.response.start":
                 if self._send_timer is not None:
                     self._send_timer.cancel()
@@ -123,19 +129,26 @@ def protocol(config: settings.Settings) -> type[DeadlineProtocol]:
     )
 
 
+def options(config: settings.Settings) -> dict[str, Any]:
+    """uvicorn's settings for this configuration, for `run` and for the benchmark."""
+    return {
+        "http": protocol(config),
+        # Over this many connections, uvicorn answers 503 to new requests.
+        "limit_concurrency": config.max_connections,
+        # uvicorn's own idle timer, after an answer; the head deadline above is the real one.
+        "timeout_keep_alive": math.ceil(config.header_timeout_seconds),
+        "access_log": False,
+        "server_header": False,
+    }
+
+
 def run(config: settings.Settings, host: str, port: int) -> None:
     uvicorn.run(
         "app.web:app",
         host=host,
         port=port,
-        http=protocol(config),
-        # Over this many connections, uvicorn answers 503 to new requests.
-        limit_concurrency=config.max_connections,
-        # uvicorn's own idle timer, after an answer; the head deadline above is the real one.
-        timeout_keep_alive=math.ceil(config.header_timeout_seconds),
         log_config=logs.config(config.log_level),
-        access_log=False,
-        server_header=False,
         ssl_certfile=config.tls_cert_file,
         ssl_keyfile=config.tls_key_file,
+        **options(config),
     )

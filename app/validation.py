@@ -238,7 +238,19 @@ def _containers_problems(field: str, pod_spec: Any) -> list[str]:
     names = [c.get("name") for c in containers if isinstance(c, dict)]
     if MAIN_CONTAINER not in names:
         problems.append(f"{field}.spec.containers: one container must be named {MAIN_CONTAINER!r}")
-    return problems + _port_problems(field, containers)
+    return problems + _port_problems(field, containers) + _init_problems(field, pod_spec)
+
+
+def _init_problems(field: str, pod_spec: dict[str, Any]) -> list[str]:
+    """Init containers: only what would fail the pod's creation, their env names."""
+    inits = pod_spec.get("initContainers", [])
+    if not isinstance(inits, list):
+        return [f"{field}.spec.initContainers: must be a list of containers"]
+    problems = []
+    for n, init in enumerate(inits):
+        env = init.get("env", []) if isinstance(init, dict) else []
+        problems += _env_problems(f"{field}.spec.initContainers[{n}]", env)
+    return problems
 
 
 def _container_problems(field: str, container: Any) -> list[str]:
@@ -247,10 +259,13 @@ def _container_problems(field: str, container: Any) -> list[str]:
     problems = []
     if not isinstance(container.get("image"), str) or not container["image"]:
         problems.append(f"{field}.image: must be a non-empty string")
-    env = container.get("env", [])
+    return problems + _env_problems(field, container.get("env", []))
+
+
+def _env_problems(field: str, env: Any) -> list[str]:
     if not isinstance(env, list):
-        return [*problems, f"{field}.env: must be a list of objects with a name"]
-    return problems + [
+        return [f"{field}.env: must be a list of objects with a name"]
+    return [
         f"{field}.env[{n}].name: {_env_name_problem(entry)}"
         for n, entry in enumerate(env)
         if _env_name_problem(entry)

@@ -161,14 +161,15 @@ def create_app(config: settings.Settings) -> FastAPI:
         declared = _declared_length(request, config.max_body_bytes)
         if declared is not None and declared <= INLINE_BODY:
             return
-        if declared is None or declared > LARGE_BODY:
+        # A body of unknown length may be as large as any: it counts as the largest.
+        size = config.max_body_bytes if declared is None else declared
+        if size > LARGE_BODY:
+            # Large ones queue (one at a time, until the webhook timeout) rather than being
+            # refused: there is a single slot for them, and each is a big job's only sync.
             await _before(deadline, one_large.acquire)
             stack.callback(one_large.release)
-            size = config.max_body_bytes if declared is None else declared
             await _before(deadline, lambda: budget.take(size))
-        elif budget.try_take(size := declared):
-            pass
-        else:
+        elif not budget.try_take(size):
             raise Refused(429, "busy", "too many bytes in flight; retry", retry_after=1)
         stack.callback(budget.release, size)
 
@@ -235,9 +236,11 @@ def create_app(config: settings.Settings) -> FastAPI:
         @app.get("/openapi.json", include_in_schema=False)
         async def guarded_openapi(request: Request) -> Response:
             if not token.allows(request.headers.get("authorization")):
-                raise_401 = {"WWW-Authenticate": "Bearer"}
-                detail = {"detail": "missing or wrong bearer token"}
-                return JSONResponse(detail, status_code=401, headers=raise_401)
+                detail, challenge = (
+                    {"detail": "missing or wrong bearer token"},
+                    {"WWW-Authenticate": "Bearer"},
+                )
+                return JSONResponse(detail, status_code=401, headers=challenge)
             return JSONResponse(app.openapi())
 
     @app.get("/healthz", response_class=PlainTextResponse, responses=_TEXT)

@@ -100,9 +100,15 @@ class Server:
                     return sample.value
         return 0.0
 
+    @property
+    def address(self) -> tuple[str, int]:
+        parts = urlsplit(self.url)
+        assert parts.hostname is not None
+        assert parts.port is not None
+        return parts.hostname, parts.port
+
     def connect(self) -> socket.socket:
-        address = urlsplit(self.url)
-        return socket.create_connection((address.hostname, address.port), timeout=30)
+        return socket.create_connection(self.address, timeout=30)
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:

@@ -84,6 +84,39 @@ def test_probes_and_metrics_stay_open(guarded: AsgiClient, path: str) -> None:
     assert guarded.get(path).status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("path", "headers", "status"),
+    [
+        pytest.param("/openapi.json", {}, 401, id="openapi-without-token"),
+        pytest.param("/openapi.json", {"Authorization": "Bearer wrong"}, 401, id="openapi-wrong"),
+        pytest.param(
+            "/openapi.json", {"Authorization": f"Bearer {TOKEN}"}, 200, id="openapi-token"
+        ),
+        pytest.param("/docs", {}, 404, id="docs-off"),
+        pytest.param("/docs", {"Authorization": f"Bearer {TOKEN}"}, 404, id="docs-off-with-token"),
+        pytest.param("/redoc", {}, 404, id="redoc-off"),
+        pytest.param("/docs/oauth2-redirect", {}, 404, id="oauth2-redirect-off"),
+    ],
+)
+def test_with_a_token_the_api_document_needs_it_and_the_pages_are_off(
+    guarded: AsgiClient, path: str, headers: dict[str, str], status: int
+) -> None:
+    """The browser pages cannot send a bearer token, so they are off; the document a
+    program reads needs the token like /sync."""
+    reply = guarded.get(path, headers=headers)
+    assert reply.status_code == status
+    if status == 401:
+        assert reply.headers["www-authenticate"] == "Bearer"
+    if status == 200:
+        assert "/sync" in reply.json()["paths"]
+
+
+@pytest.mark.parametrize("path", ["/openapi.json", "/docs", "/redoc", "/docs/oauth2-redirect"])
+def test_without_a_token_the_api_document_and_pages_are_open(path: str) -> None:
+    with asgi_client(web.create_app(Settings())) as client:
+        assert client.get(path).status_code == 200
+
+
 def _rotate(path: Path, token: str) -> None:
     """Replace the file the way the kubelet updates a Secret volume: write aside, rename."""
     aside = path.with_suffix(".new")
@@ -123,11 +156,28 @@ def test_a_token_file_that_breaks_keeps_the_last_good_token(tmp_path: Path) -> N
         pytest.param({"MXJOB_MAX_BODY_BYTES": "0"}, "greater than 0", id="zero-limit"),
         pytest.param({"MXJOB_SLOW_SYNC_SECONDS": "-1"}, "greater than 0", id="negative-budget"),
         pytest.param({"MXJOB_LOG_LEVEL": "loud"}, "must be DEBUG", id="log-level"),
+        pytest.param(
+            {"MXJOB_MAX_BODY_BYTES": "1000", "MXJOB_BYTES_IN_FLIGHT": "999"},
+            "at least MXJOB_MAX_BODY_BYTES",
+            id="budget-below-the-body-limit",
+        ),
+        pytest.param({"MXJOB_SEND_TIMEOUT_SECONDS": "0"}, "greater than 0", id="zero-send-timeout"),
+        pytest.param({"MXJOB_MAX_CONNECTIONS": "0"}, "greater than 0", id="no-connections"),
     ],
 )
 def test_bad_settings_stop_the_start(env: dict[str, str], problem: str) -> None:
     with pytest.raises(ValidationError, match=problem):
         from_env(env)
+
+
+def test_limits_default_from_the_body_limit_and_the_webhook_timeout() -> None:
+    config = from_env({"MXJOB_MAX_BODY_BYTES": "1000", "MXJOB_WEBHOOK_TIMEOUT_SECONDS": "5"})
+    assert config.budget_bytes == 1000
+    assert (config.read_chunk_seconds, config.read_seconds, config.send_seconds) == (1, 4, 5)
+    defaults = from_env({})
+    assert defaults.budget_bytes == defaults.max_body_bytes
+    assert (defaults.read_chunk_seconds, defaults.read_seconds, defaults.send_seconds) == (2, 8, 10)
+    assert (defaults.header_timeout_seconds, defaults.max_connections) == (5, 256)
 
 
 def test_an_unreadable_token_file_stops_the_start(tmp_path: Path) -> None:

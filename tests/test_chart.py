@@ -97,6 +97,7 @@ CASES = {
     "standalone": ("standalone", (), ()),
     "volcano": ("volcano", (), ("--set", "gang=volcano")),
     "scheduler-plugins": ("scheduler-plugins", (), ("--set", "gang=scheduler-plugins")),
+    "events": ("standalone", ("events",), ("--set", "events=true")),
     "monitoring": (
         "standalone",
         ("monitoring", "networkpolicy-monitoring"),

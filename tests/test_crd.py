@@ -544,6 +544,25 @@ INVALID = [
     pytest.param(
         *case(
             "dist-cpu.yaml",
+            worker(
+                {
+                    "template": {
+                        "spec": {
+                            "initContainers": [
+                                {"name": "init", "image": "busybox", "env": [{"name": "A=B"}]}
+                            ]
+                        }
+                    }
+                }
+            ),
+            f"{SPECS}.Worker.template.spec.initContainers[0].env[0].name: 'A=B' does not "
+            "match '^[ -<>-~]+$'",
+        ),
+        id="init-container-env-name-with-equals",
+    ),
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
             worker(containers(MXNET | {"imagee": "mxjob/mxnet:1.9.2"})),
             f"{SPECS}.Worker.template.spec.containers[0]: Additional properties are not allowed "
             "('imagee' was unexpected)",

@@ -1,15 +1,21 @@
 """The job's Events (app/events.py) and the sync answers that carry them."""
 
+import os
+import shutil
+import subprocess
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from app.envelope import ObjectMeta
 from app.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, story
 from app.reconcile import sync
 from tests.support import NOW, UID, mxjob, request, train_spec
 
+REPO = Path(__file__).resolve().parents[1]
 JOB = ObjectMeta(name="mnist", namespace="default", uid=UID)
 T0 = "2026-11-22T12:00:00Z"
 T1 = "2026-11-22T12:00:10Z"
@@ -214,3 +220,32 @@ def test_sync_returns_events_only_when_declared(
     found = [c["metadata"]["name"] for c in answer["children"] if c["kind"] == "Event"]
     assert found == events
     assert len(answer["children"]) == 10 + len(events)
+
+
+def test_the_component_declares_events_children(tmp_path: Path) -> None:
+    """manifests/components/events on the standalone install, built by kubectl kustomize: the
+    CompositeController gains the events child type, never updated in place."""
+    overlay = os.path.relpath(REPO / "manifests" / "overlays" / "standalone", tmp_path)
+    component = os.path.relpath(REPO / "manifests" / "components" / "events", tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump({"resources": [overlay], "components": [component]})
+    )
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl (with its built-in kustomize) must be on PATH"
+    built = subprocess.run(
+        [kubectl, "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=60
+    )
+    assert built.returncode == 0, built.stderr
+    (controller,) = (
+        d for d in yaml.safe_load_all(built.stdout) if d["kind"] == "CompositeController"
+    )
+    assert [c["resource"] for c in controller["spec"]["childResources"]] == [
+        "pods",
+        "services",
+        "events",
+    ]
+    assert controller["spec"]["childResources"][-1] == {
+        "apiVersion": "v1",
+        "resource": "events",
+        "updateStrategy": {"method": "OnDelete"},
+    }

@@ -55,6 +55,7 @@ class Call:
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
+    reader: Gate | None = None  # a client that takes its answer only once this opens
 
     async def run(self, app: Any, log: list[str]) -> None:
         steps = list(self.steps)
@@ -84,7 +85,11 @@ class Call:
                 self.headers = {k.decode(): v.decode() for k, v in message["headers"]}
                 log.append(f"{self.name} {self.status}")
             else:
+                if self.reader is not None:
+                    await self.reader.wait()
                 self.body += bytes(message.get("body", b""))
+                if not message.get("more_body", False):
+                    log.append(f"{self.name} taken")
 
         headers = (
             [] if self.declared is None else [(b"content-length", str(self.declared).encode())]
@@ -145,6 +150,23 @@ def test_a_slow_body_gets_408(steps: list[Step], settings: dict[str, Any], read:
         assert f"after {read} bytes" in call.detail
 
 
+@pytest.mark.parametrize(
+    ("settings", "declared", "status"),
+    [
+        pytest.param({"auth_token": "t"}, None, 401, id="unauthorized"),
+        pytest.param({"max_body_bytes": 100}, 101, 413, id="too-large"),
+    ],
+)
+def test_a_refusal_before_the_body_closes_the_connection(
+    settings: dict[str, Any], declared: int | None, status: int
+) -> None:
+    """Keeping the connection would mean reading the unread body first."""
+    call = Call("refused", [NEW_JOB], declared=declared)
+    log = _run(_app(**settings), [(0, call)])
+    assert (call.status, call.headers["connection"]) == (status, "close")
+    assert "refused sent" not in log
+
+
 def test_a_stalled_large_upload_releases_the_large_slot() -> None:
     """The issue's case: a large upload that stops holds the one large-request slot; with
     the chunk deadline it gets 408 and the next large request goes through."""
@@ -152,7 +174,14 @@ def test_a_stalled_large_upload_releases_the_large_slot() -> None:
     stalled = Call("stalled", [b"{" * 1000, "stall"], declared=24 * 1024 * 1024)
     big = Call("big", [THREADED])  # unknown length: large
     log = _run(app, [(0, stalled), (0.05, big)])
-    assert log == ["stalled sent", "stalled 408", "big sent", "big 200"]
+    assert log == [
+        "stalled sent",
+        "stalled 408",
+        "stalled taken",
+        "big sent",
+        "big 200",
+        "big taken",
+    ]
 
 
 def test_bodies_over_the_byte_budget_get_429_until_bytes_are_released() -> None:
@@ -166,10 +195,27 @@ def test_bodies_over_the_byte_budget_get_429_until_bytes_are_released() -> None:
 
     log = _run_with(app, [(0, first), (0.05, second), (0.05, small)], release, [third])
     assert second.status == 429
-    assert second.headers["retry-after"] == "1"
+    assert (second.headers["retry-after"], second.headers["connection"]) == ("1", "close")
     assert small.status == 200  # at most web.INLINE_BODY bytes: never waits for the budget
     assert (first.status, third.status) == (200, 200)
     assert log.index("second 429") < log.index("first 200") < log.index("third sent")
+
+
+def test_no_sync_starts_while_an_unread_answer_overdraws_the_budget() -> None:
+    """An answer over web.INLINE_BODY counts against the budget until the client took it;
+    while answers overdraw it, the next sync waits, so that at most one answer is ever
+    beyond the budget however many clients do not read."""
+    reader = Gate()
+    app = _app(max_body_bytes=66_000, bytes_in_flight=66_000)  # one THREADED answer: 66,785 B
+    slow, waiting = post("slow", THREADED), post("waiting", THREADED)
+    slow.reader = reader
+
+    def read() -> None:
+        reader.opened = True
+
+    log = _run_with(app, [(0, slow), (0.05, waiting)], read, [])
+    assert (slow.status, waiting.status) == (200, 200)
+    assert log.index("slow taken") < log.index("waiting 200")
 
 
 def _run_with(
@@ -204,7 +250,7 @@ def test_work_queued_past_the_webhook_timeout_is_dropped_with_503() -> None:
     waiting = Call("waiting", [THREADED])
     log = _run(app, [(0, slow), (0.05, waiting)])
     assert (waiting.status, slow.status) == (503, 503)
-    assert waiting.headers["retry-after"] == "1"
+    assert (waiting.headers["retry-after"], waiting.headers["connection"]) == ("1", "close")
     assert "webhook timeout" in waiting.detail
     assert "waiting sent" not in log  # refused without reading its body
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.settings import Settings
+from app.settings import Settings, from_env
 from tests.kustomize import hook_objects
 
 OVERLAYS = Path(__file__).parent.parent / "manifests" / "overlays"
@@ -153,3 +153,16 @@ def test_shutdown_grace_outlasts_a_sync(overlay: str) -> None:
 def test_the_clock_is_never_frozen_in_a_cluster(overlay: str) -> None:
     env = [e["name"] for e in _container(overlay).get("env", [])]
     assert "MXJOB_FROZEN_CLOCK" not in env
+
+
+def test_the_hook_drops_work_when_metacontroller_stops_waiting(overlay: str) -> None:
+    """The hook's webhook timeout (work queued longer is dropped, read and send deadlines
+    are fractions of it) is the CompositeController's; a shorter one would drop answers
+    Metacontroller still waits for."""
+    controller = the(overlay, "CompositeController", "composite-controller")
+    timeout = controller["spec"]["hooks"]["sync"]["webhook"].get("timeout", "10s")
+    env = {e["name"]: e.get("value") for e in _container(overlay).get("env", [])}
+    config = from_env({k: v for k, v in env.items() if v is not None})
+    assert config.webhook_timeout_seconds == float(timeout.removesuffix("s"))
+    assert config.read_chunk_seconds < config.read_seconds < config.webhook_timeout_seconds
+    assert config.send_seconds <= config.webhook_timeout_seconds

@@ -172,6 +172,45 @@ def test_while_the_spec_is_invalid_a_failed_pod_is_not_replaced_and_no_timer_run
     assert "Failed" in _true(fixed)  # restartPolicy Never: decided once the spec is valid
 
 
+def test_events_alone_do_not_revive_an_earlier_versions_failure() -> None:
+    """The job's Events are children too, but not its pods: a failed job whose pods are gone
+    stays failed though its story is still there."""
+    _, request, _ = _running()
+    failed = {"type": "Failed", "status": "True", "reason": INVALID, "message": "bad"}
+    stamps = {
+        "lastUpdateTime": "2026-11-22T12:00:40Z",
+        "lastTransitionTime": "2026-11-22T12:00:40Z",
+    }
+    status = request["parent"]["status"]
+    status["conditions"] = [*status["conditions"], failed | stamps]
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "mnist.failed", "namespace": "default"},
+        "reason": INVALID,
+    }
+
+    answer = sync(s.request(request["parent"], others={"Event.v1": [event]}), s.later(60))
+
+    assert _true(answer)["Failed"] == INVALID
+    assert s.pods_of(answer) == []
+
+
+def test_an_echoed_child_takes_its_kind_from_the_type_it_was_observed_under() -> None:
+    """Metacontroller needs apiVersion and kind on every child it is given back."""
+    parent, request, _ = _running()
+    pod = request["children"]["Pod.v1"]["default/mnist-worker-0"]
+    del pod["kind"], pod["apiVersion"]
+
+    broken = _replay(request, _break(parent), 60)
+
+    echoed = [c for c in broken["children"] if c["metadata"]["name"] == "mnist-worker-0"]
+    assert sorted((c["apiVersion"], c["kind"]) for c in echoed) == [
+        ("v1", "Pod"),
+        ("v1", "Service"),
+    ]
+
+
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 
 

@@ -191,3 +191,16 @@ def test_networkpolicy_component_admits_the_monitoring_namespace(tmp_path: Path)
         ],
         "ports": [{"protocol": "TCP", "port": "http"}],
     }
+
+
+def test_outcomes_the_error_alert_leaves_out_are_the_hooks() -> None:
+    """MXJobSyncErrors counts every outcome but three: each of the three must be one the web
+    layer really reports, or a renamed outcome would silently count as a failure (or vanish)."""
+    (rule,) = (r for g in groups() for r in g["rules"] if r.get("alert") == "MXJobSyncErrors")
+    (excluded,) = re.findall(r'outcome!~"([a-z_|]+)"', rule["expr"])
+    web = (REPO / "app" / "web.py").read_text()
+    reported = set(re.findall(r'Refused\(\d+, "([a-z_]+)"', web))
+    for answered in re.findall(r'return "([a-z_]+)" if .* else "([a-z_]+)"', web):
+        reported |= set(answered)
+    assert set(excluded.split("|")) <= reported
+    assert {"too_large", "bad_request", "unauthorized"} <= reported

@@ -265,3 +265,22 @@ def test_a_healthy_venv_is_kept(tmp_path: Path) -> None:
     assert "broken" not in done.stdout
     assert (copy / ".venv").is_symlink()
     assert "-m venv" not in done.stdout
+
+
+def test_install_docs_own_image_overlay(tmp_path: Path) -> None:
+    """docs/install.md, "A private registry": the overlay it shows swaps the pinned image."""
+    text = (REPO / "docs" / "install.md").read_text()
+    (block,) = re.findall(r"```yaml\n# my-install/kustomization.yaml\n(.*?)```", text, re.S)
+    manifests = tmp_path / "manifests"
+    manifests.symlink_to(REPO / "manifests")
+    (tmp_path / "my-install").mkdir()
+    (tmp_path / "my-install" / "kustomization.yaml").write_text(block)
+    done = subprocess.run(
+        ["kubectl", "kustomize", str(tmp_path / "my-install")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    objects = {d["kind"]: d for d in yaml.safe_load_all(done.stdout)}
+    (container,) = objects["Deployment"]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"registry.example.com/ml/mxjob-controller:{__version__}"
+    assert objects["ServiceAccount"]["imagePullSecrets"] == [{"name": "my-registry"}]

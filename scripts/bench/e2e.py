@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,9 @@ from scripts.bench.e2e_report import END, START, Measure, report, summary
 from scripts.bench.observe import Seen, audited, cpu_seconds, hook_syncs, wait_for, watching
 from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import write_doc
+from scripts.bench.staged import staged_hook
 from scripts.bench.workloads import QUICK, SCENARIOS, Scenario, Setting, mxjob
+from tests.apiserver.realstack import install_controller
 
 DOC = REPO / "docs" / "performance.md"
 MARKERS = 16  # threads patching pod status, as many kubelets would
@@ -94,6 +97,24 @@ def measure(
     slug = f"{scenario.name.split(' ')[0]}-{setting.name.split(' ')[0].lower()}"
     profile = CpuProfile(pprof_seconds, stack.workdir / f"pprof-{slug}.pb.gz")
     flags = setting.flags + ((profile.flag,) if pprof_seconds else ())
+    with ExitStack() as hook:
+        if setting.staged:
+            install_controller(stack.apiserver, hook.enter_context(staged_hook(stack.hook.url)))
+            hook.callback(install_controller, stack.apiserver, stack.hook.url)
+        return _measure(stack, kube, audit_log, scenario, setting, progress, profile, flags)
+
+
+def _measure(
+    stack: Stack,
+    kube: Kube,
+    audit_log: Path,
+    scenario: Scenario,
+    setting: Setting,
+    progress: Callable[[str], None],
+    profile: CpuProfile,
+    flags: tuple[str, ...],
+) -> Measure:
+    pprof_seconds = profile.seconds if profile.flag in flags else 0
     with stack.metacontroller(flags) as controller:
         # A freshly started Metacontroller starts its informers on the first job: not measured.
         warm_up = new_namespace(kube)
@@ -133,7 +154,7 @@ def measure(
 def cleanup(kube: Kube, namespace: str) -> None:
     """No controller-manager runs here: delete the jobs and their children by hand (with
     Metacontroller stopped, so that nothing recreates them)."""
-    for resource in ("mxjobs", "pods", "services"):
+    for resource in ("mxjobs", "pods", "services", "configmaps"):
         kube.delete(path(resource, namespace))
 
 
@@ -162,6 +183,11 @@ def cli(argv: list[str]) -> argparse.Namespace:
         help="profile Metacontroller's CPU for SECONDS from each apply (go tool pprof -top)",
     )
     parser.add_argument(
+        "--staged",
+        action="store_true",
+        help="also measure the shipped setting with the hook's first answer staged (staged.py)",
+    )
+    parser.add_argument(
         "--no-write", dest="write", action="store_false", help="print only; leave docs/ alone"
     )
     args = parser.parse_args(argv)
@@ -180,6 +206,8 @@ def main(argv: list[str]) -> int:
         name, _, flags = spec.partition("=")
         settings.append(Setting(name, tuple(flags.split())))
     settings.append(Setting("shipped", shipped_flags()))
+    if args.staged:
+        settings.append(Setting("shipped, first answer staged", shipped_flags(), staged=True))
     started = time.monotonic()
 
     def progress(line: str) -> None:

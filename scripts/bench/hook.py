@@ -92,8 +92,6 @@ def measure(args: argparse.Namespace) -> Result:
     sizes = [z for z in SIZES if z.name in wanted or (args.curve and not z.named)]
     print(f"building {len(sizes)} requests ...", flush=True)
     results = [SizeResult(payload(z)) for z in sizes]
-    for r in results:
-        r.phases = time_phases(r.payload.request, counts.in_process.get(r.payload.size.name, 3))
     with tempfile.TemporaryDirectory() as tmp:
         for r in results:
             (Path(tmp) / f"{len(r.payload.request)}.response").write_bytes(r.payload.response)
@@ -121,6 +119,11 @@ async def _http(
                 r.same_answer &= status == 200 and got == r.payload.response
         print(f"{size.label}: {len(body):,} B in, {len(got):,} B out", flush=True)
         for round_ in range(counts.rounds):
+            # In-process phases in the same rounds as the servers, so that the floor's parse
+            # and serialize meet the same load on the shared cores as the round trips.
+            n = max(1, counts.in_process.get(size.name, 3) // counts.rounds)
+            for phase, times in time_phases(body, n).items():
+                r.phases.setdefault(phase, []).extend(times)
             for server in servers:
                 await load(server.port, body, 2, 1, client)  # warm-up
                 n = max(1, counts.serial_for(size) // counts.rounds)

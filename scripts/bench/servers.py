@@ -52,10 +52,16 @@ def serve(kind: str, port: int, responses_dir: str | None, stack: str = "h11") -
     else:
         found = Path(responses_dir or ".").glob("*.response")
         app = _echo_app({int(p.stem): p.read_bytes() for p in found})
+    http: Any
     http, loop = STACKS[stack]
-    uvicorn.run(
-        app, host=HOST, port=port, access_log=False, log_level="warning", http=http, loop=loop
-    )
+    options: dict[str, Any] = {"access_log": False}
+    if stack == "h11":
+        # As shipped: the hook's own h11 protocol with its deadlines and limits (app/server.py).
+        from app import server, settings
+
+        options = server.options(settings.from_env())
+        http = options.pop("http")
+    uvicorn.run(app, host=HOST, port=port, log_level="warning", http=http, loop=loop, **options)
 
 
 def _free_port() -> int:

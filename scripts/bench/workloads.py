@@ -206,6 +206,7 @@ QUICK = ("small 1/1/2", "typical 1/16/64")
 class Setting:
     name: str
     flags: tuple[str, ...]
+    staged: bool = False  # the hook's first answer staged (scripts/bench/staged.py)
 
 
 def mxjob(name: str, scenario: Scenario) -> dict[str, Any]:

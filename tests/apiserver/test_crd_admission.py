@@ -3,7 +3,9 @@ and refuses each invalid case of contract section 2 with the CRD's own message."
 
 import copy
 import json
+import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -102,14 +104,17 @@ def test_crd_is_what_the_generator_writes(k8s_binaries: Binaries) -> None:
     assert current == crd_pod_template.rendered(current, crd_pod_template.k8s_version())
 
 
-def test_client_side_apply_fits_its_annotation(apiserver: ApiServer) -> None:
+def test_client_side_apply_fits_its_annotation(
+    apiserver: ApiServer, figure: Callable[[str], None]
+) -> None:
     """`kubectl apply -f` without --server-side works: the last-applied annotation (the
     whole CRD as compact JSON) is well under the API server's 256 KiB."""
     applied = apiserver.kubectl("apply", "--dry-run=server", "-o", "json", "-f", str(MXJOB_CRD))
 
     annotations = json.loads(applied.stdout)["metadata"]["annotations"]
-    last_applied = annotations["kubectl.kubernetes.io/last-applied-configuration"]
-    assert len(last_applied.encode()) < ANNOTATIONS_LIMIT / 2, len(last_applied)
+    size = len(annotations["kubectl.kubernetes.io/last-applied-configuration"].encode())
+    assert size < ANNOTATIONS_LIMIT / 2, size
+    figure(f"the CRD's last-applied annotation: {size:,} bytes of {ANNOTATIONS_LIMIT:,}")
 
 
 @pytest.mark.parametrize(
@@ -219,3 +224,63 @@ def test_the_generators_source_is_what_the_api_server_serves(apiserver: ApiServe
         return crd_pod_template.structural(schemas, schemas[crd_pod_template.ROOT])
 
     assert template(served) == template(module)
+
+
+def _template(crd: dict[str, Any]) -> dict[str, Any]:
+    (version,) = crd["spec"]["versions"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    template: dict[str, Any] = spec["properties"]["mxReplicaSpecs"]["additionalProperties"][
+        "properties"
+    ]["template"]
+    return template
+
+
+def _twice_the_keys(crd: dict[str, Any]) -> None:
+    labels = _template(crd)["properties"]["metadata"]["properties"]["labels"]
+    assert labels["maxProperties"] == crd_pod_template.MAX_KEYS
+    labels["maxProperties"] = 2 * crd_pod_template.MAX_KEYS
+
+
+def _optional_image(crd: dict[str, Any]) -> None:
+    container = _template(crd)["properties"]["spec"]["properties"]["containers"]["items"]
+    container["required"] = ["name"]
+    del container["properties"]["image"]["minLength"]
+
+
+@pytest.mark.parametrize(
+    ("change", "rule", "what"),
+    [
+        pytest.param(
+            _twice_the_keys, r"properties\[labels\].x-kubernetes-validations\[0\]",
+            f"{2 * crd_pod_template.MAX_KEYS:,} label keys", id="twice-the-label-keys",
+        ),
+        pytest.param(
+            _optional_image, r"additionalProperties.x-kubernetes-validations\[1\]",
+            "the mxnet-container rule with a container's image optional", id="optional-image",
+        ),
+    ],
+)  # fmt: skip
+def test_the_cel_budget_is_what_bounds_the_schema(
+    apiserver: ApiServer,
+    figure: Callable[[str], None],
+    change: Callable[[dict[str, Any]], None],
+    rule: str,
+    what: str,
+) -> None:
+    """The bounds the CRD's rules rely on are the least the API server's cost estimate allows:
+    the CRD with them is installed (every run of this tier); one bound looser is refused."""
+    crd = yaml.safe_load(MXJOB_CRD.read_text())
+    change(crd)
+
+    refused = apiserver.kubectl(
+        "apply", "--server-side", "--field-manager=mxjob-tests", "--dry-run=server", "-f", "-",
+        input=yaml.safe_dump(crd), check=False,
+    )  # fmt: skip
+
+    over = re.search(
+        rule + r".rule: Forbidden: estimated rule cost exceeds budget by factor of ([0-9.]+)x",
+        refused.stderr,
+    )
+    assert refused.returncode == 1
+    assert over, refused.stderr
+    figure(f"{what}: over the CEL budget {float(over[1]):.2f} times")

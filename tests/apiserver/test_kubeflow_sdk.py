@@ -27,8 +27,10 @@ from kubeflow.training.api_client import ApiClient
 from kubeflow.training.utils.utils import FakeResponse
 from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
 
+from .cluster import Binaries, cluster
 from .conftest import RealStack
 from .kubelet import Kubelet
+from .resources import MXJOB_CRD
 from .rest import Rest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,11 +111,13 @@ def test_a_manifest_without_run_policy_through_its_whole_life(
 
     assert wait_for_pods(kubelet, 5)
     kubelet.run()
-    running = sdk.wait_for_job_conditions(
+    sdk.wait_for_job_conditions(
         name, expected_conditions={"Running"}, wait_timeout=WAIT, polling_interval=POLL
     )
     assert sdk.is_job_running(name)
-    assert running.status.replica_statuses["Worker"].active == 2
+    # The Scheduler makes the job Running; the Workers' pods may be reported a sync later.
+    workers = wait_for(lambda: _active_workers(sdk.get_job(name), 2), "2 active Workers")
+    assert workers.status.replica_statuses["Worker"].active == 2
 
     for pod in ("worker-0", "worker-1", "scheduler-0"):  # the Scheduler decides success
         kubelet.exit(f"{name}-{pod}", 0)
@@ -208,7 +212,7 @@ def test_defaulting_keeps_the_legacy_placement(
     stored = real_stack.apiserver.get("mxjob", name, f"-n={namespace}")["spec"]
     assert (stored["runPolicy"], stored["suspend"]) == (stored_run_policy, True)
     if suspended:
-        job = _wait_for(sdk, name, lambda j: "Suspended" in {c.type for c in j.status.conditions})
+        job = wait_for(lambda: _suspended(sdk.get_job(name)), "the Suspended condition")
         assert conditions(job)[-1] == ("Suspended", "True", "MXJobSuspended")
         assert kubelet.phases() == {}
     else:
@@ -216,15 +220,12 @@ def test_defaulting_keeps_the_legacy_placement(
         assert "Suspended" not in {c.type for c in sdk.get_job(name).status.conditions}
 
 
-def _wait_for(
-    sdk: TrainingClient, name: str, check: Callable[[KubeflowOrgV1MXJob], bool]
-) -> KubeflowOrgV1MXJob:
-    for _ in range(int(WAIT / PAUSE)):
-        job = sdk.get_job(name)
-        if check(job):
-            return job
-        time.sleep(PAUSE)
-    raise AssertionError(f"{name}: condition not reached after {WAIT} s")
+def _active_workers(job: KubeflowOrgV1MXJob, count: int) -> KubeflowOrgV1MXJob | None:
+    return job if job.status.replica_statuses["Worker"].active == count else None
+
+
+def _suspended(job: KubeflowOrgV1MXJob) -> KubeflowOrgV1MXJob | None:
+    return job if "Suspended" in {c.type for c in job.status.conditions} else None
 
 
 def test_the_sdk_default_job_mode_is_refused(namespace: str, sdk: TrainingClient) -> None:
@@ -238,3 +239,57 @@ def test_the_sdk_default_job_mode_is_refused(namespace: str, sdk: TrainingClient
     with pytest.raises(RuntimeError, match=f"Failed to create MXJob: {namespace}/sdk-no-mode"):
         sdk.create_job(job)
     assert sdk.list_jobs() == []
+
+
+def run_policy_schema(crd: dict[str, Any]) -> dict[str, Any]:
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    schema: dict[str, Any] = spec["properties"]["runPolicy"]
+    return schema
+
+
+def test_a_job_stored_before_the_default_is_read_after_the_crd_is_applied(
+    k8s_binaries: Binaries, tmp_path: Path
+) -> None:
+    """On an API server of its own: a CRD without the default (an older install) stores a job
+    without runPolicy, which the SDK cannot read; once the shipped CRD is applied, the same
+    stored job is read with `runPolicy: {}` (the API server defaults what it reads from etcd)."""
+    shipped = yaml.safe_load(MXJOB_CRD.read_text())
+    older = copy.deepcopy(shipped)
+    assert run_policy_schema(older).pop("default") == {}
+    manifest = without_run_policy("single-worker.yaml")
+    manifest["metadata"]["namespace"] = "default"
+    name = manifest["metadata"]["name"]
+    with cluster(k8s_binaries, tmp_path) as server:
+        server.apply(older)
+        server.kubectl(
+            "wait", "--for=condition=Established", "--timeout=60s", "crd/mxjobs.kubeflow.org"
+        )
+        server.kubectl("create", "-f", "-", input=yaml.safe_dump(manifest))
+        client = TrainingClient(
+            config_file=str(server.kubeconfig), namespace="default", job_kind=MXJOB
+        )
+        try:
+            assert "runPolicy" not in server.get("mxjob", name)["spec"]
+            with pytest.raises(RuntimeError, match=f"Failed to get MXJob: default/{name}"):
+                client.get_job(name)
+            server.apply(shipped)
+            job = wait_for(lambda: _read(client, name), "the stored job read with runPolicy")
+            assert job.spec.run_policy == KubeflowOrgV1RunPolicy()
+        finally:
+            client.custom_api.api_client.close()
+
+
+def _read(client: TrainingClient, name: str) -> KubeflowOrgV1MXJob | None:
+    try:
+        return client.get_job(name)
+    except RuntimeError:
+        return None
+
+
+def wait_for(check: Callable[[], Any], what: str) -> Any:
+    for _ in range(int(WAIT / PAUSE)):
+        value = check()
+        if value is not None:
+            return value
+        time.sleep(PAUSE)
+    raise AssertionError(f"{what}: not seen after {WAIT} s")

@@ -145,6 +145,7 @@ def test_a_steady_minute_writes_nothing(
     """Metacontroller's resync (every 30 s) syncs the running job twice in a minute; the hook's
     answers are a fixed point, so neither the MXJob nor any child is written."""
     job = run_job(real_stack.apiserver, rest, namespace, manifest("examples/dist-cpu.yaml"))
+    # run_job returns once the status counts every replica active: nothing is left to write.
     before, syncs, started = (
         job.versions(),
         real_stack.hook.syncs(namespace, DIST),
