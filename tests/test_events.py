@@ -220,11 +220,22 @@ def test_sync_returns_events_only_when_declared(
     found = [c["metadata"]["name"] for c in answer["children"] if c["kind"] == "Event"]
     assert found == events
     assert len(answer["children"]) == 10 + len(events)
+    assert answer["status"] == sync(request(mxjob(train_spec())), NOW)["status"]
+
+
+def test_an_invalid_spec_keeps_the_observed_events_and_adds_none() -> None:
+    kept = as_observed(event("Created", "MXJobCreated", T0))
+    answer = sync(request(mxjob({"mxReplicaSpecs": {}}), others={CHILD_TYPE: [kept]}), AT)
+    assert answer["status"]["conditions"][-1]["reason"] == "MXJobInvalidSpec"
+    assert [(c["kind"], c["metadata"]["name"]) for c in answer["children"]] == [
+        ("Event", kept["metadata"]["name"])
+    ]
 
 
 def test_the_component_declares_events_children(tmp_path: Path) -> None:
     """manifests/components/events on the standalone install, built by kubectl kustomize: the
-    CompositeController gains the events child type, never updated in place."""
+    CompositeController gains the events child type after the shipped ones, never updated in
+    place."""
     overlay = os.path.relpath(REPO / "manifests" / "overlays" / "standalone", tmp_path)
     component = os.path.relpath(REPO / "manifests" / "components" / "events", tmp_path)
     (tmp_path / "kustomization.yaml").write_text(
@@ -239,13 +250,8 @@ def test_the_component_declares_events_children(tmp_path: Path) -> None:
     (controller,) = (
         d for d in yaml.safe_load_all(built.stdout) if d["kind"] == "CompositeController"
     )
-    assert [c["resource"] for c in controller["spec"]["childResources"]] == [
-        "pods",
-        "services",
-        "events",
+    shipped = yaml.safe_load((REPO / "metacontroller" / "compositecontroller.yaml").read_text())
+    assert controller["spec"]["childResources"] == [
+        *shipped["spec"]["childResources"],
+        {"apiVersion": "v1", "resource": "events", "updateStrategy": {"method": "OnDelete"}},
     ]
-    assert controller["spec"]["childResources"][-1] == {
-        "apiVersion": "v1",
-        "resource": "events",
-        "updateStrategy": {"method": "OnDelete"},
-    }

@@ -196,6 +196,12 @@ def test_answers_nobody_reads_are_dropped_after_the_send_timeout() -> None:
 
         wait_for(cut, 20, "four connections cut")
         assert all(closed_by_peer(sock, 5) for sock in readers)
+        lines = [orjson.loads(line) for line in server.log_lines()]
+        cuts = [line for line in lines if line["logger"] == "mxjob.server"]
+        assert [(line["level"], line["reason"]) for line in cuts] == [
+            ("warning", "send_timeout")
+        ] * 4
+        assert all(line["unsent_bytes"] > 0 for line in cuts)
         assert httpx.post(f"{server.url}/sync", content=NEW_JOB, timeout=5).status_code == 200
         grown = server.memory_kib() - baseline
         peak = server.memory_kib("VmHWM")

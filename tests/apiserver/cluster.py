@@ -92,6 +92,14 @@ class ApiServer:
             input=manifest, check=check,
         )  # fmt: skip
 
+    def wait_established(self, *names: str) -> None:
+        """Wait until each named CRD (`crd/<name>`) serves its resource."""
+        # `kubectl wait --for=condition=...` fails at once, instead of waiting, while a CRD has
+        # no conditions yet (a large schema takes the server a moment): wait for them first.
+        for name in names:
+            self.kubectl("wait", "--for=jsonpath={.status.conditions}", "--timeout=60s", name)
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+
     def get(self, *args: str) -> dict[str, Any]:
         """`kubectl get ... -o json`, parsed."""
         document: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)

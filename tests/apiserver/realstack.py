@@ -203,5 +203,5 @@ def install_controller(server: ApiServer, hook_url: str) -> None:
     crds = [d for d in yaml.safe_load_all(metacontroller_crds().read_text()) if d]
     server.apply(*crds)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    server.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    server.wait_established(*names)
     server.apply(composite_controller(hook_url))

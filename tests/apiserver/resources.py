@@ -24,13 +24,7 @@ def install_crds(server: ApiServer) -> None:
     documents = [yaml.safe_load(path.read_text()) for path in (MXJOB_CRD, *PODGROUP_CRDS)]
     server.apply(*documents)
     names = [f"crd/{document['metadata']['name']}" for document in documents]
-    # `kubectl wait` fails at once, instead of waiting, while a CRD has no conditions yet (a
-    # large schema takes the server a moment): wait for the conditions to exist first.
-    for name in names:
-        server.kubectl(
-            "wait", "--for=jsonpath={.status.conditions}", "--timeout=60s", name
-        )  # fmt: skip
-    server.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    server.wait_established(*names)
 
 
 def without_rules(document: Any) -> Any:

@@ -32,7 +32,7 @@ def own_apiserver(
         crds = [d for d in yaml.safe_load_all(metacontroller_crds().read_text()) if d]
         server.apply(*crds)
         names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-        server.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+        server.wait_established(*names)
         yield server
 
 

@@ -36,7 +36,7 @@ def install(server: ApiServer, *paths: Path) -> None:
     crds = [d for path in paths for d in yaml.safe_load_all(path.read_text()) if d]
     server.apply(*crds)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
-    server.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    server.wait_established(*names)
 
 
 def dry_run(server: ApiServer, documents: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:

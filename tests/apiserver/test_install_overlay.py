@@ -44,7 +44,7 @@ def test_one_command_installs_metacontroller_and_the_hook(
     assert len(errors) == 1, first.stderr
     assert 'no matches for kind "CompositeController"' in errors[0]
     crd = "crd/compositecontrollers.metacontroller.k8s.io"
-    fresh_apiserver.kubectl("wait", "--for=condition=Established", "--timeout=60s", crd)
+    fresh_apiserver.wait_established(crd)
     second = fresh_apiserver.kubectl("apply", "-f", str(manifest))
     assert "compositecontroller.metacontroller.k8s.io/mxjob-controller created" in second.stdout
 

@@ -27,7 +27,7 @@ from kubeflow.training.api_client import ApiClient
 from kubeflow.training.utils.utils import FakeResponse
 from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
 
-from .cluster import Binaries, cluster
+from .cluster import ApiServer, Binaries, cluster
 from .conftest import RealStack
 from .kubelet import Kubelet
 from .resources import MXJOB_CRD
@@ -261,9 +261,8 @@ def test_a_job_stored_before_the_default_is_read_after_the_crd_is_applied(
     name = manifest["metadata"]["name"]
     with cluster(k8s_binaries, tmp_path) as server:
         server.apply(older)
-        server.kubectl(
-            "wait", "--for=condition=Established", "--timeout=60s", "crd/mxjobs.kubeflow.org"
-        )
+        # Not `kubectl wait`: it fails on a CRD whose status has no conditions yet.
+        wait_for(lambda: _established(server), "the CRD established")
         server.kubectl("create", "-f", "-", input=yaml.safe_dump(manifest))
         client = TrainingClient(
             config_file=str(server.kubeconfig), namespace="default", job_kind=MXJOB
@@ -277,6 +276,11 @@ def test_a_job_stored_before_the_default_is_read_after_the_crd_is_applied(
             assert job.spec.run_policy == KubeflowOrgV1RunPolicy()
         finally:
             client.custom_api.api_client.close()
+
+
+def _established(server: ApiServer) -> bool | None:
+    found = server.get("crd", "mxjobs.kubeflow.org").get("status", {}).get("conditions")
+    return any(c["type"] == "Established" and c["status"] == "True" for c in found or []) or None
 
 
 def _read(client: TrainingClient, name: str) -> KubeflowOrgV1MXJob | None:
