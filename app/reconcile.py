@@ -4,6 +4,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from app import builders, conditions, envelope, events, gang
 from app.defaults import SpecError
 from app.pods import Attempt, observe
@@ -254,17 +256,46 @@ def _recorded_statuses(recorded: Any) -> dict[str, dict[str, int]]:
 
 
 def _as_observed(child: dict[str, Any], child_type: str) -> dict[str, Any]:
-    """An observed child as its own desired state: identity, labels and spec (a ConfigMap's
-    data: the pods still read it), nothing the cluster wrote (status, uid,
-    resourceVersion, Metacontroller's bookkeeping). Its kind and apiVersion are those of the
-    type it was observed under (`Pod.v1`), which Metacontroller needs to apply it."""
+    """An observed child as its own desired state. Metacontroller updates an in-place child
+    by a three-way merge of what it last applied, the desired state and the live object, so
+    the desired state that changes nothing is what it last applied: the observed object
+    instead (with the fields the API server defaulted) would have it rewrite each Service's
+    and ConfigMap's last-applied annotation (measured on a real API server). Without that
+    annotation: identity, labels and spec (a ConfigMap's data: the pods still read it),
+    nothing the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping).
+    Its kind and apiVersion are those of the type it was observed under (`Pod.v1`), which
+    Metacontroller needs to apply it."""
+    kind, _, api_version = child_type.partition(".")
+    applied = _last_applied(child, api_version, kind)
+    if applied is not None:
+        return applied
     meta = child.get("metadata")
     if not isinstance(meta, dict):
         meta = {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
     if isinstance(kept.get("annotations"), dict):
         kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
-    kind, _, api_version = child_type.partition(".")
+        if not kept["annotations"]:
+            del kept["annotations"]
     out = {"apiVersion": api_version, "kind": kind}
     out |= {k: child[k] for k in ("spec", "data", "binaryData") if k in child}
     return out | {"metadata": kept}
+
+
+def _last_applied(child: dict[str, Any], api_version: str, kind: str) -> dict[str, Any] | None:
+    """What Metacontroller last applied to this child, if its annotation holds this child."""
+    meta = child.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        applied = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(applied, dict) or not isinstance(applied.get("metadata"), dict):
+        return None
+    assert isinstance(meta, dict)
+    mine = [api_version, kind, meta.get("name"), meta.get("namespace")]
+    names = [applied["metadata"].get("name"), applied["metadata"].get("namespace")]
+    return applied if [applied.get("apiVersion"), applied.get("kind"), *names] == mine else None

@@ -2,6 +2,7 @@
 for a job that an edit broke (its children are kept exactly until the spec is valid again)."""
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -208,3 +209,47 @@ def test_an_echoed_child_takes_its_kind_from_the_type_it_was_observed_under() ->
         ("v1", "Pod"),
         ("v1", "Service"),
     ]
+
+
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+
+
+def _other_name(applied: dict[str, Any]) -> str:
+    return json.dumps(applied | {"metadata": applied["metadata"] | {"name": "someone-else"}})
+
+
+@pytest.mark.parametrize(
+    ("annotation", "answered"),
+    [
+        pytest.param(json.dumps, "applied", id="what-metacontroller-last-applied"),
+        pytest.param(lambda applied: "{not json", "observed", id="not-json"),
+        pytest.param(lambda applied: "[]", "observed", id="not-an-object"),
+        pytest.param(lambda applied: json.dumps({"kind": "Service"}), "observed", id="no-metadata"),
+        pytest.param(_other_name, "observed", id="another-object"),
+    ],
+)
+def test_a_bad_edit_answers_a_child_with_what_metacontroller_last_applied(
+    annotation: Callable[[dict[str, Any]], str], answered: str
+) -> None:
+    """So that Metacontroller's three-way merge changes nothing; without a readable annotation
+    of this child, the observed child (identity, labels, spec)."""
+    parent, request, answer = _running()
+    name = "mnist-worker-0"
+    (desired,) = [
+        c for c in answer["children"] if (c["kind"], c["metadata"]["name"]) == ("Service", name)
+    ]
+    services = request["children"]["Service.v1"]
+    key = next(k for k, c in services.items() if c["metadata"]["name"] == name)
+    plain = _replay(request, _break(parent), 50)
+    annotated = copy.deepcopy(request)
+    service = annotated["children"]["Service.v1"][key]
+    service["metadata"].setdefault("annotations", {})[LAST_APPLIED] = annotation(desired)
+
+    again = copy.deepcopy(annotated)
+    again["parent"]["spec"] = _break(parent)["spec"]
+    children = {(c["kind"], c["metadata"]["name"]): c for c in sync(again, s.later(50))["children"]}
+
+    expected = {(c["kind"], c["metadata"]["name"]): c for c in plain["children"]}
+    if answered == "applied":
+        expected[("Service", name)] = desired
+    assert children == expected
