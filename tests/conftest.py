@@ -10,17 +10,24 @@ from tests.gotools import GoToolError, obtain
 
 
 @pytest.fixture(scope="session")
-def go_tool(pytestconfig: pytest.Config) -> Callable[[str], Path]:
-    """`go_tool("helm")` -> the path of the pinned tool, built on first use (progress shown)."""
+def progress(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Writes a build script's progress line to the terminal, live even under output capture:
+    a cold build is silent for minutes."""
     capture = pytestconfig.pluginmanager.getplugin("capturemanager")
     reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
 
-    def progress(line: str) -> None:
-        # Shown live even under output capture: a cold build is silent for minutes.
+    def write(line: str) -> None:
         if capture is None or reporter is None:
             return
         with capture.global_and_fixture_disabled():
             reporter.write_line(line)
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def go_tool(progress: Callable[[str], None]) -> Callable[[str], Path]:
+    """`go_tool("helm")` -> the path of the pinned tool, built on first use (progress shown)."""
 
     @functools.cache
     def get(name: str) -> Path:

@@ -134,10 +134,8 @@ def test_a_job_accepted_before_is_not_failed_by_an_edit(
     assert _true(sync(request, s.later(900))) == before
 
 
-def test_an_earlier_versions_failure_without_children_stays() -> None:
-    """Failed/MXJobInvalidSpec is dropped only while the job still has children: a job whose
-    pods are gone is not started again behind its user's back."""
-    _, request, _ = _running()
+def _fail_as_the_earlier_version_did(request: dict[str, Any]) -> None:
+    """Add the terminal Failed/MXJobInvalidSpec the previous version wrote on a bad edit."""
     failed = {"type": "Failed", "status": "True", "reason": INVALID, "message": "bad"}
     stamps = {
         "lastUpdateTime": "2026-11-22T12:00:40Z",
@@ -145,6 +143,13 @@ def test_an_earlier_versions_failure_without_children_stays() -> None:
     }
     status = request["parent"]["status"]
     status["conditions"] = [*status["conditions"], failed | stamps]
+
+
+def test_an_earlier_versions_failure_without_children_stays() -> None:
+    """Failed/MXJobInvalidSpec is dropped only while the job still has children: a job whose
+    pods are gone is not started again behind its user's back."""
+    _, request, _ = _running()
+    _fail_as_the_earlier_version_did(request)
 
     without_children = sync(s.request(request["parent"]), s.later(60))
     with_children = sync(request, s.later(60))
@@ -176,13 +181,7 @@ def test_events_alone_do_not_revive_an_earlier_versions_failure() -> None:
     """The job's Events are children too, but not its pods: a failed job whose pods are gone
     stays failed though its story is still there."""
     _, request, _ = _running()
-    failed = {"type": "Failed", "status": "True", "reason": INVALID, "message": "bad"}
-    stamps = {
-        "lastUpdateTime": "2026-11-22T12:00:40Z",
-        "lastTransitionTime": "2026-11-22T12:00:40Z",
-    }
-    status = request["parent"]["status"]
-    status["conditions"] = [*status["conditions"], failed | stamps]
+    _fail_as_the_earlier_version_did(request)
     event = {
         "apiVersion": "v1",
         "kind": "Event",

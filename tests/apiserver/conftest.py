@@ -47,35 +47,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: "real_stack" in getattr(item, "fixturenames", ()))
 
 
-def _progress(pytestconfig: pytest.Config) -> Callable[[str], None]:
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    reporter = pytestconfig.pluginmanager.getplugin("terminalreporter")
-
-    def progress(line: str) -> None:
-        # Shown live even under output capture: a cold build is silent for many minutes.
-        if capture is None or reporter is None:
-            return
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(line)
-
-    return progress
-
-
 @pytest.fixture(scope="session")
-def k8s_binaries(pytestconfig: pytest.Config) -> Binaries:
+def k8s_binaries(progress: Callable[[str], None]) -> Binaries:
     """The pinned binaries, built or fetched by scripts/k8s-binaries.sh on first use."""
     try:
-        return obtain_binaries(_progress(pytestconfig))
+        return obtain_binaries(progress)
     except ClusterError as error:
         failure = str(error)  # failed outside the handler: the report shows no exception chain
     pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture(scope="session")
-def metacontroller_binary(pytestconfig: pytest.Config) -> Path:
+def metacontroller_binary(progress: Callable[[str], None]) -> Path:
     """The real Metacontroller, built from its source by scripts/metacontroller-binary.sh."""
     try:
-        return obtain_metacontroller(_progress(pytestconfig))
+        return obtain_metacontroller(progress)
     except ClusterError as error:
         failure = str(error)
     pytest.fail(failure, pytrace=False)
@@ -142,7 +128,6 @@ def rest(apiserver: ApiServer) -> Rest:
 
 
 @pytest.fixture(scope="session")
-def figure(pytestconfig: pytest.Config) -> Callable[[str], None]:
+def figure(progress: Callable[[str], None]) -> Callable[[str], None]:
     """Print a measured figure (a delay, a duration) on the terminal, even under capture."""
-    progress = _progress(pytestconfig)
     return lambda line: progress(f"\nfigure: {line}")  # off the line of progress dots
