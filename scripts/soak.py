@@ -19,7 +19,6 @@ import os
 import platform
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import orjson
 
 from app.envelope import CONFIG_MAP
 from app.reconcile import LAST_APPLIED, sync
+from localcluster.ports import free_port
 from scripts.bench.workloads import SIZES, running_job_request
 from tests import support as s
 
@@ -347,13 +347,6 @@ def _size(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.soak", description=__doc__)
     parser.add_argument("--duration", type=float, default=180, help="seconds of load (<= 900)")
@@ -364,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     print("building requests ...", file=sys.stderr)
     cases = corpus()
     with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        server = Server(_free_port(), log)
+        server = Server(free_port(), log)
         server.start()
         try:
             answers, rss = _warm(server, cases)

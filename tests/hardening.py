@@ -25,6 +25,8 @@ from cryptography.x509.oid import NameOID
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
+from localcluster.ports import free_port
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -54,13 +56,6 @@ def asgi_client(app: FastAPI) -> Iterator[AsgiClient]:
             yield AsgiClient(portal, client)
         finally:
             portal.call(client.aclose)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

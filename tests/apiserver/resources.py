@@ -1,30 +1,18 @@
-"""The CRDs this tier installs, and a child as Metacontroller would write it for its parent."""
+"""The MXJob CRD with and without its CEL rules, and a child as Metacontroller would write it
+for its parent."""
 
 import copy
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .cluster import ApiServer
-from .waiting import wait_for
+from localcluster.apiserver import ApiServer
+from localcluster.crds import MXJOB_CRD
+from localcluster.waiting import wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-MXJOB_CRD = REPO / "manifests" / "base" / "crd.yaml"
-# Test stand-ins for the gang schedulers' PodGroup CRDs (see the header of each file).
-PODGROUP_CRDS = sorted((Path(__file__).parent / "crds").glob("*.yaml"))
 CONTROLLER_UID = "controller-uid"
-MXJOB = "mxjobs.kubeflow.org"
-
-
-def install_crds(server: ApiServer) -> None:
-    """Server-side apply the MXJob CRD and the PodGroup stand-ins; wait until all serve."""
-    documents = [yaml.safe_load(path.read_text()) for path in (MXJOB_CRD, *PODGROUP_CRDS)]
-    server.apply(*documents)
-    names = [f"crd/{document['metadata']['name']}" for document in documents]
-    server.wait_established(*names)
 
 
 def without_rules(document: Any) -> Any:

@@ -22,18 +22,17 @@ import pytest
 import yaml
 
 from app.events import MAX_AGE_SECONDS
-
-from .cluster import ApiServer, Binaries, ClusterError, cluster
-from .kubelet import Kubelet
-from .realstack import (
+from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.crds import install_crds
+from localcluster.kubelet import Kubelet
+from localcluster.realstack import (
     Hook,
     composite_controller,
     install_controller,
     run_metacontroller,
     serve_hook,
 )
-from .resources import install_crds
-from .rest import Rest
+from localcluster.rest import Rest
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"

@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from localcluster.apiserver import ApiServer, KubectlError
+from localcluster.crds import MXJOB, install_crds
 from tests.golden_cases import CASES, paths
 
-from .cluster import ApiServer, KubectlError
-from .resources import CONTROLLER_UID, MXJOB, install_crds, kind_key, owned, owner_reference
+from .resources import CONTROLLER_UID, kind_key, owned, owner_reference
 
 pytestmark = pytest.mark.apiserver
 

@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from .cluster import ApiServer, KubectlError
+from localcluster.apiserver import ApiServer, KubectlError
+from localcluster.crds import install_crds
+from localcluster.realstack import metacontroller_crds
+
 from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
-from .realstack import metacontroller_crds
-from .resources import install_crds
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "mxjob-controller"

@@ -27,11 +27,12 @@ from kubeflow.training.api_client import ApiClient
 from kubeflow.training.utils.utils import FakeResponse
 from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
 
-from .cluster import ApiServer, Binaries, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
+from localcluster.crds import MXJOB_CRD
+from localcluster.kubelet import Kubelet
+from localcluster.rest import Rest
+
 from .conftest import RealStack
-from .kubelet import Kubelet
-from .resources import MXJOB_CRD
-from .rest import Rest
 
 REPO = Path(__file__).resolve().parents[2]
 MXJOB = "MXJob"

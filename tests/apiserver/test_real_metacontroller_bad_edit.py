@@ -11,9 +11,11 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from .cluster import ApiServer
+from localcluster.apiserver import ApiServer
+from localcluster.crds import MXJOB, MXJOB_CRD, install_crds
+
 from .conftest import RealStack
-from .resources import MXJOB, MXJOB_CRD, install_crds, without_rules
+from .resources import without_rules
 
 REPO = Path(__file__).resolve().parents[2]
 JOB = REPO / "examples" / "dist-cpu.yaml"

@@ -21,10 +21,12 @@ import pytest
 from app import validation
 from app.reconcile import sync
 from app.settings import Settings
+from localcluster.apiserver import ApiServer, KubectlError, _http_ok, running, wait_until
+from localcluster.crds import install_crds
+from localcluster.ports import free_port
 from tests import support as s
 
-from .cluster import ApiServer, KubectlError, _http_ok, free_port, running, wait_until
-from .resources import install_crds, kind_key
+from .resources import kind_key
 from .worst_case import create_parent, observed_everything, sample_children
 
 MakeSpec = Callable[[int], dict[str, Any]]

@@ -14,10 +14,11 @@ import yaml
 
 from app import envelope
 from app.reconcile import LAST_APPLIED, sync
+from localcluster.apiserver import ApiServer
+from localcluster.crds import MXJOB
 from tests import support as s
 
-from .cluster import ApiServer
-from .resources import MXJOB, kind_key, owned
+from .resources import kind_key, owned
 
 
 @dataclass(frozen=True)

@@ -26,19 +26,12 @@ from typing import Any
 
 import yaml
 
-from tests import buildscript
-from tests.buildscript import stop
+from . import buildscript
+from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, running, wait_until
+from .buildscript import stop
+from .ports import free_port
 
-from .cluster import (
-    BUILD_TIMEOUT,
-    ApiServer,
-    ClusterError,
-    free_port,
-    running,
-    wait_until,
-)
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
 COMPOSITE_CONTROLLER = REPO / "metacontroller" / "compositecontroller.yaml"
 # Metacontroller's own CRDs, from the source the binary is built from (its release manifests).
