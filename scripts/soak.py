@@ -155,7 +155,6 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     retries: int = 0
     sent: int = 0
-    by_phase: dict[str, set[bytes]] = field(default_factory=dict)
 
 
 async def _post(
