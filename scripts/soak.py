@@ -34,6 +34,7 @@ import orjson
 from app.envelope import CONFIG_MAP
 from app.reconcile import LAST_APPLIED, sync
 from localcluster.ports import free_port
+from localcluster.realstack import hook_command
 from scripts.bench.workloads import SIZES, running_job_request
 from tests import support as s
 
@@ -117,7 +118,7 @@ class Server:
     def start(self) -> None:
         env = os.environ | {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "serve", "--host", HOST, "--port", str(self.port)],
+            hook_command(self.port, HOST),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
