@@ -221,7 +221,7 @@ async def _sample(
     while not stop.is_set():
         with contextlib.suppress(OSError):  # the process is being replaced
             series.append((time.monotonic() - start, str(server.pid), server.rss_mib()))
-        await asyncio.sleep(2)
+        await asyncio.sleep(2)  # a memory sample every 2 s: pacing, not waiting
 
 
 async def _probe(url: str, seconds: list[float], stop: asyncio.Event) -> None:
@@ -232,19 +232,21 @@ async def _probe(url: str, seconds: list[float], stop: asyncio.Event) -> None:
             with contextlib.suppress(httpx.TransportError):  # refused during the restart
                 await client.get(f"{url}/healthz")
                 seconds.append(time.perf_counter() - started)
-            await asyncio.sleep(1)
+            await asyncio.sleep(1)  # the kubelet's probe period
 
 
 async def _restart_half_way(
     server: Server, cases: list[Case], at: float, notes: dict[str, Any], restarting: asyncio.Event
 ) -> None:
-    await asyncio.sleep(max(at - time.monotonic(), 0))
+    await asyncio.sleep(max(at - time.monotonic(), 0))  # the restart is due half-way
     notes["answers_before"], notes["rss_end_1"] = await asyncio.to_thread(_warm, server, cases)
     restarting.set()
     began = time.monotonic()
     notes["exit"] = await asyncio.to_thread(server.stop)
     await asyncio.to_thread(server.start)
     notes["restart_seconds"] = time.monotonic() - began
+    # A second more in which a kept-alive connection to the old process may still fail and be
+    # retried (`_post`); after it, such a failure is an error.
     await asyncio.sleep(1)
     restarting.clear()
     notes["answers_after"], notes["rss_base_2"] = await asyncio.to_thread(_warm, server, cases)

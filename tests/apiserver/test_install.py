@@ -6,7 +6,6 @@ collector (both from scripts/kube-controllers)."""
 import json
 import os
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import yaml
 from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import metacontroller_crds
+from localcluster.waiting import wait_for
 
 from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
 
@@ -24,13 +24,6 @@ REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "mxjob-controller"
 KUBEFLOW_ROLES = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow-roles.yaml"
 EXAMPLE = REPO / "examples" / "single-worker.yaml"
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.5)
 
 
 def install(server: ApiServer, *paths: Path) -> None:
@@ -171,13 +164,14 @@ def kubeflow_roles(
     assert not grants(rules_of(apiserver, "kubeflow-edit"), "create", "mxjobs")
     log = tmp_path_factory.mktemp("kube-controllers") / "aggregation.log"
     with kube_controllers(go_tool("kube-controllers"), apiserver, log, AGGREGATION):
-        eventually(
+        wait_for(
             lambda: (
                 grants(rules_of(apiserver, "kubeflow-admin"), "delete", "mxjobs")
                 and grants(rules_of(apiserver, "kubeflow-edit"), "create", "mxjobs")
                 and grants(rules_of(apiserver, "kubeflow-view"), "get", "mxjobs/status")
             ),
             f"the aggregated roles hold the MXJob rules (log: {log})",
+            60,
         )
         yield
 
@@ -256,4 +250,4 @@ def test_garbage_collector_deletes_an_mxjobs_children(
                 return True
             return False
 
-        eventually(gone, f"the child ConfigMap is collected (log: {tmp_path / 'gc.log'})")
+        wait_for(gone, f"the child ConfigMap is collected (log: {tmp_path / 'gc.log'})", 60)
