@@ -2,17 +2,20 @@
 for its parent."""
 
 import copy
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import yaml
 
+from app.reconcile import LAST_APPLIED
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB_CRD
 from localcluster.waiting import wait_for
 
 CONTROLLER_UID = "controller-uid"
+SERVER_WRITTEN = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
 
 
 def without_rules(document: Any) -> Any:
@@ -62,14 +65,23 @@ def owner_reference(parent: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def owned(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
-    """`child` as Metacontroller writes it: in the parent's namespace unless it names one,
-    with the parent as controlling owner and the `controller-uid` label of generateSelector."""
+def as_written(
+    child: dict[str, Any], parent: dict[str, Any], last_applied: bool = False
+) -> dict[str, Any]:
+    """A child of the hook's answer as Metacontroller writes it for `parent`: without what the
+    server writes (status, uid, resourceVersion, ...), in the parent's namespace, with the parent
+    as controlling owner and the `controller-uid` label of generateSelector; with `last_applied`,
+    also the annotation in which Metacontroller's apply keeps what it applied."""
     out = copy.deepcopy(child)
+    out.pop("status", None)
     meta = out["metadata"]
-    meta.setdefault("namespace", parent["metadata"]["namespace"])
+    for field in SERVER_WRITTEN:
+        meta.pop(field, None)
+    meta["namespace"] = parent["metadata"]["namespace"]
     meta["labels"] = meta.get("labels", {}) | {CONTROLLER_UID: parent["metadata"]["uid"]}
     meta["ownerReferences"] = [owner_reference(parent)]
+    if last_applied:
+        meta["annotations"] = meta.get("annotations", {}) | {LAST_APPLIED: json.dumps(out)}
     return out
 
 
