@@ -4,7 +4,6 @@ kube-controller-manager's own aggregation controller, and cascading deletes by i
 collector (both from scripts/kube-controllers)."""
 
 import json
-import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import metacontroller_crds
 from localcluster.waiting import wait_for
+from tests.kustomize import with_components
 
 from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
 
@@ -106,21 +106,8 @@ def test_strict_validation_refuses_the_old_authorization_form(
 def test_monitoring_components_are_valid_prometheus_operator_objects(
     apiserver: ApiServer, namespace: str, monitoring_crds: None, tmp_path: Path
 ) -> None:
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    relative = lambda path: os.path.relpath(path, overlay)  # noqa: E731
-    (overlay / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "resources": [relative(REPO / "manifests" / "overlays" / "standalone")],
-                "components": [
-                    relative(REPO / "manifests" / "components" / c)
-                    for c in ("monitoring", "networkpolicy-monitoring")
-                ],
-            }
-        )
+    overlay = with_components(
+        tmp_path / "overlay", "standalone", "monitoring", "networkpolicy-monitoring"
     )
     wanted = {"ConfigMap", "NetworkPolicy", "PodMonitor", "PrometheusRule"}
     documents = [d for d in kustomize(str(overlay)) if d["kind"] in wanted]
