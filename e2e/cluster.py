@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from app import kubeenv
-from localcluster import kubelet
+from localcluster import apiserver, kubelet
 from localcluster.kubelet import MAIN_CONTAINER
 
 WORKDIR = Path(__file__).resolve().parent.parent
@@ -45,8 +45,9 @@ _UNSHARE = ("unshare", "--mount", "--propagation", "private", "--")
 _PRIVATE_HOSTS = (*_UNSHARE, "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"')
 
 
-class ClusterError(RuntimeError):
-    """A pod this double cannot run as asked (it says why)."""
+class ClusterError(apiserver.ClusterError):
+    """A pod this double cannot run as asked (it says why); a failure of the local cluster
+    like the API server's not starting, so that one `except` catches both."""
 
 
 def preflight() -> None:

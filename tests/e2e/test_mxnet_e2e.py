@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from e2e.cluster import ClusterError, preflight
+from e2e.cluster import preflight
 from e2e.jobs import mxjob
 from e2e.kubelet import Report
 from e2e.runner import JobRun, run_job
+from localcluster.apiserver import ClusterError
 from localcluster.ports import free_port
 from localcluster.rest import Rest
 from localcluster.stack import Stack, real_stack, shipped_flags
