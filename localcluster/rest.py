@@ -58,7 +58,8 @@ def path(resource: str, namespace: str | None = None, name: str | None = None) -
 
 
 class Rest:
-    """One keep-alive connection pool to the API server; watches open their own streams."""
+    """One keep-alive connection pool to the API server; watches open their own streams. Close
+    it (`close()`, or `with Rest(server) as rest:`): an open pool at exit is a ResourceWarning."""
 
     def __init__(self, server: Server, user_agent: str = "mxjob-localcluster") -> None:
         self._server = server
@@ -77,6 +78,12 @@ class Rest:
 
     def close(self) -> None:
         self._client.close()
+
+    def __enter__(self) -> "Rest":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def _check(self, response: httpx.Response) -> dict[str, Any]:
         if response.status_code >= 400:

@@ -123,9 +123,10 @@ def namespace(apiserver: ApiServer) -> str:
 
 
 @pytest.fixture(scope="session")
-def rest(apiserver: ApiServer) -> Rest:
+def rest(apiserver: ApiServer) -> Iterator[Rest]:
     """The API server's REST API with the admin token."""
-    return Rest(apiserver)
+    with Rest(apiserver) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

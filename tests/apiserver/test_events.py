@@ -168,12 +168,12 @@ def uids(job: Job) -> dict[str, str]:
 def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl(
     stack: Stack,
 ) -> None:
-    with hook_at(stack, None) as hook:
+    with hook_at(stack, None) as hook, Rest(stack.server) as rest:
         job = submit(stack)
         # Exactly one: a sync that saw the status from before its last write may stamp the
         # transition again, and that second Event is deleted a sync later.
         assert wait_for(lambda: job.reasons() == ["MXJobCreated"], "the Created Event", 30)
-        kubelet = Kubelet(Rest(stack.server), job.namespace)
+        kubelet = Kubelet(rest, job.namespace)
         kubelet.run()
         story = ["MXJobCreated", "MXJobRunning"]
         assert wait_for(lambda: job.reasons() == story, "the Running Event", 30)

@@ -58,8 +58,8 @@ def sdk(real_stack: RealStack, namespace: str) -> Iterator[TrainingClient]:
 
 
 @pytest.fixture
-def kubelet(real_stack: RealStack, namespace: str) -> Kubelet:
-    return Kubelet(Rest(real_stack.apiserver), namespace)
+def kubelet(real_stack: RealStack, rest: Rest, namespace: str) -> Kubelet:
+    return Kubelet(rest, namespace)
 
 
 def wait_for_pods(kubelet: Kubelet, count: int) -> dict[str, str]:
