@@ -16,6 +16,9 @@ import yaml
 from app import __version__
 from tests.kustomize import with_components
 
+# Each case renders the chart with the real helm: about a second each.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "mxjob-controller"
 # What Helm adds to the manifests' objects, and nothing else.

@@ -25,6 +25,7 @@ def golden_server(request: pytest.FixtureRequest) -> Iterator[tuple[list[str], s
         yield BY_TIME[request.param], server.url
 
 
+@pytest.mark.slow
 def test_golden_requests_over_http(golden_server: tuple[list[str], str]) -> None:
     cases, url = golden_server
     for name in cases:
