@@ -11,7 +11,7 @@ IMAGE ?= ghcr.io/mxjob-controller/mxjob-controller
 PLATFORMS ?= linux/amd64,linux/arm64
 DOCKER ?= docker
 
-.PHONY: run test lint typecheck unit demo soak image image-push
+.PHONY: run test fast lint typecheck unit demo soak image image-push
 
 # A .venv whose Python is gone (removed or upgraded away), older than 3.11 or without pip is
 # removed here, before make looks at any target, so the rules below build it again.
@@ -54,6 +54,11 @@ unit: $(VENV)/.dev
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# The tier to run on every change, well under a minute: no API server, no MXNet, nothing marked
+# slow (`make test` runs those too).
+fast: $(VENV)/.dev
+	$(BIN)/pytest -q -m "not apiserver and not mxnet and not slow"
 
 # Real MXNet jobs through the real Metacontroller and hook on a loopback kube-apiserver, their
 # pods as local processes (docs/e2e.md; needs root).

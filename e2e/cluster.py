@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from app import kubeenv
-from e2e import podstatus
-from e2e.podstatus import MAIN_CONTAINER
+from localcluster import apiserver, kubelet
+from localcluster.kubelet import MAIN_CONTAINER
 
 WORKDIR = Path(__file__).resolve().parent.parent
 
@@ -45,8 +45,9 @@ _UNSHARE = ("unshare", "--mount", "--propagation", "private", "--")
 _PRIVATE_HOSTS = (*_UNSHARE, "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"')
 
 
-class ClusterError(RuntimeError):
-    """A pod this double cannot run as asked (it says why)."""
+class ClusterError(apiserver.ClusterError):
+    """A pod this double cannot run as asked (it says why); a failure of the local cluster
+    like the API server's not starting, so that one `except` catches both."""
 
 
 def preflight() -> None:
@@ -163,7 +164,7 @@ class Process:
             self.popen.kill()
             self.popen.wait()
         if self.popen.returncode is not None and self.finished_at is None:
-            self.finished_at = podstatus.now_stamp()
+            self.finished_at = kubelet.now_stamp()
 
 
 @dataclass
@@ -207,7 +208,7 @@ class Kubelet:
             str(container.get("image", "")),
             popen,
             log,
-            podstatus.now_stamp(),
+            kubelet.now_stamp(),
             deadline,
         )
 
@@ -255,6 +256,6 @@ class Kubelet:
         process.poll()
         code = process.exit_code
         if code is None:
-            return podstatus.running(process.started_at, process.image)
-        finished = process.finished_at or podstatus.podstatus.now_stamp()
-        return podstatus.terminated(process.started_at, finished, process.image, code)
+            return kubelet.running(process.started_at, process.image)
+        finished = process.finished_at or kubelet.now_stamp()
+        return kubelet.terminated(process.started_at, finished, process.image, code)

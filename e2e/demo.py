@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 
 from e2e.cluster import ClusterError, preflight
-from e2e.jobs import PROGRAMS, free_port, mxjob
-from e2e.kube import Kube
+from e2e.jobs import PROGRAMS, mxjob
 from e2e.kubelet import Report
 from e2e.runner import JobRun, run_job
-from e2e.stack import Stack, real_stack, shipped_flags
+from localcluster.ports import free_port
+from localcluster.rest import Rest
+from localcluster.stack import Stack, real_stack, shipped_flags
 
 JOB_TIMEOUT = 180.0
 TYPE_LABEL = "training.kubeflow.org/replica-type"
@@ -52,7 +53,7 @@ def results(run: JobRun) -> dict[str, dict[str, object]]:
     return found
 
 
-def run_one(stack: Stack, kube: Kube, program: str, workdir: Path) -> bool:
+def run_one(stack: Stack, kube: Rest, program: str, workdir: Path) -> bool:
     name = f"mxjob-demo-{program}"
     job = mxjob(name, program, free_port())
     print(f"\n== MXJob {name}: Scheduler 1, Server 2, Worker 2, each running {PROGRAMS[program]}")
@@ -84,7 +85,7 @@ def main(argv: list[str]) -> int:
     print(f"logs: {logs}")
     flags = shipped_flags()
     with real_stack(logs, lambda line: print(line, flush=True)) as stack:
-        kube = Kube(stack.apiserver, user_agent="mxjob-demo")
+        kube = Rest(stack.apiserver, user_agent="mxjob-demo")
         print(f"metacontroller {' '.join(flags)} (log in {logs})")
         with stack.metacontroller(flags):
             print(

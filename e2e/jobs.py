@@ -2,10 +2,6 @@
 
 from typing import Any
 
-from tests.apiserver.cluster import free_port
-
-__all__ = ["IMAGE", "PROGRAMS", "free_port", "mxjob"]
-
 # The local kubelet runs no images; a cluster would run one with MXNet and e2e/ in WORKDIR.
 IMAGE = "mxjob-e2e:local"
 PROGRAMS = {"kvstore": "e2e/kvstore_check.py", "train": "e2e/train_tiny.py"}

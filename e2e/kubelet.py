@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster import ClusterError, Kubelet, write_hosts
-from e2e.kube import Kube, KubeError, path
+from localcluster.rest import KubeError, Rest, path
 
 POLL_SECONDS = 0.2
 
@@ -45,7 +45,7 @@ class LocalKubelet:
 
     `on_report(report)` is called after each status it writes (from its own threads)."""
 
-    kube: Kube
+    kube: Rest
     namespace: str
     log_dir: Path
     timeout: float

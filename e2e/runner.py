@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 
 from e2e.cluster import ClusterError
-from e2e.kube import Kube, path
 from e2e.kubelet import LocalKubelet, Report
-from e2e.stack import Stack
+from localcluster.rest import Rest, path
+from localcluster.stack import Stack
 
 FINISHED = ("Succeeded", "Failed")
 
@@ -58,7 +58,7 @@ class JobRun:
 
 def run_job(
     stack: Stack,
-    kube: Kube,
+    kube: Rest,
     job: dict[str, Any],
     workdir: Path,
     timeout: float,

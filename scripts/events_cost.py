@@ -15,14 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.apiserver.cluster import ApiServer, cluster, obtain_binaries
-from tests.apiserver.realstack import (
+from localcluster.apiserver import ApiServer, cluster, obtain_binaries
+from localcluster.crds import install_crds
+from localcluster.realstack import (
     composite_controller,
     install_controller,
     obtain_metacontroller,
     run_metacontroller,
 )
-from tests.apiserver.resources import install_crds
 from tests.apiserver.test_events import with_events
 
 NAMESPACE = "noise"

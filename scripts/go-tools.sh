@@ -32,20 +32,6 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE_ROOT=${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mxjob-controller}
 TOOLS=$CACHE_ROOT/tools
 
-exec 3>&2
-log() { printf 'go-tools: %s\n' "$*" >&3; }
-die() { log "ERROR: $*"; exit 1; }
-
-quiet() {
-    local logfile=$1
-    shift
-    if ! "$@" >"$logfile" 2>&1; then
-        log "command failed: $*"
-        tail -n 60 "$logfile" >&3
-        die "see the output above (all of it in $logfile)"
-    fi
-}
-
 # shellcheck source=scripts/lib/build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 

@@ -21,21 +21,6 @@ CACHE_ROOT=${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mxjob-controller}
 DEST=$CACHE_ROOT/k8s/v$K8S_VERSION
 PYTHON=${PYTHON:-python3}
 
-exec 3>&2 # progress and errors reach the caller even from inside a step whose output is logged
-log() { printf 'k8s-binaries: %s\n' "$*" >&3; }
-die() { log "ERROR: $*"; exit 1; }
-
-# Run a command quietly; on failure show its whole output and stop.
-quiet() {
-    local logfile=$1
-    shift
-    if ! "$@" >"$logfile" 2>&1; then
-        log "command failed: $*"
-        cat "$logfile" >&3
-        die "see the output above (also kept in $logfile)"
-    fi
-}
-
 # shellcheck source=scripts/lib/build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 

@@ -20,10 +20,6 @@ METACONTROLLER_VERSION=v4.17.2
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 CACHE_ROOT=${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mxjob-controller}
 
-exec 3>&2 # progress and errors reach the caller even from inside a step whose output is logged
-log() { printf 'metacontroller-binary: %s\n' "$*" >&3; }
-die() { log "ERROR: $*"; exit 1; }
-
 # shellcheck source=scripts/lib/build.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/build.sh"
 
@@ -52,12 +48,9 @@ build() {
     log_file=$dest/build.log
     log "building Metacontroller $METACONTROLLER_VERSION from $src with $(go version)"
     log "(modules from the Go module proxy; the first build takes a few minutes on 2 cores)"
-    if ! (cd "$src" && with_ticker "go build metacontroller" go build -trimpath \
+    (cd "$src" && quiet "$log_file" with_ticker "go build metacontroller" go build -trimpath \
         -ldflags "-s -w -X main.version=$METACONTROLLER_VERSION" \
-        -o "$dest/metacontroller.tmp" ./pkg/cmd/metacontroller) >"$log_file" 2>&1; then
-        cat "$log_file" >&3
-        die "go build failed (output above, also kept in $log_file)"
-    fi
+        -o "$dest/metacontroller.tmp" ./pkg/cmd/metacontroller)
     mv "$dest/metacontroller.tmp" "$dest/metacontroller"
     log "built $dest/metacontroller"
 }

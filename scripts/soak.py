@@ -19,7 +19,6 @@ import os
 import platform
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,8 @@ import orjson
 
 from app.envelope import CONFIG_MAP
 from app.reconcile import LAST_APPLIED, sync
+from localcluster.ports import free_port
+from localcluster.realstack import hook_command
 from scripts.bench.workloads import SIZES, running_job_request
 from tests import support as s
 
@@ -117,7 +118,7 @@ class Server:
     def start(self) -> None:
         env = os.environ | {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "app", "serve", "--host", HOST, "--port", str(self.port)],
+            hook_command(self.port, HOST),
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -155,7 +156,6 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     retries: int = 0
     sent: int = 0
-    by_phase: dict[str, set[bytes]] = field(default_factory=dict)
 
 
 async def _post(
@@ -221,7 +221,7 @@ async def _sample(
     while not stop.is_set():
         with contextlib.suppress(OSError):  # the process is being replaced
             series.append((time.monotonic() - start, str(server.pid), server.rss_mib()))
-        await asyncio.sleep(2)
+        await asyncio.sleep(2)  # a memory sample every 2 s: pacing, not waiting
 
 
 async def _probe(url: str, seconds: list[float], stop: asyncio.Event) -> None:
@@ -232,19 +232,21 @@ async def _probe(url: str, seconds: list[float], stop: asyncio.Event) -> None:
             with contextlib.suppress(httpx.TransportError):  # refused during the restart
                 await client.get(f"{url}/healthz")
                 seconds.append(time.perf_counter() - started)
-            await asyncio.sleep(1)
+            await asyncio.sleep(1)  # the kubelet's probe period
 
 
 async def _restart_half_way(
     server: Server, cases: list[Case], at: float, notes: dict[str, Any], restarting: asyncio.Event
 ) -> None:
-    await asyncio.sleep(max(at - time.monotonic(), 0))
+    await asyncio.sleep(max(at - time.monotonic(), 0))  # the restart is due half-way
     notes["answers_before"], notes["rss_end_1"] = await asyncio.to_thread(_warm, server, cases)
     restarting.set()
     began = time.monotonic()
     notes["exit"] = await asyncio.to_thread(server.stop)
     await asyncio.to_thread(server.start)
     notes["restart_seconds"] = time.monotonic() - began
+    # A second more in which a kept-alive connection to the old process may still fail and be
+    # retried (`_post`); after it, such a failure is an error.
     await asyncio.sleep(1)
     restarting.clear()
     notes["answers_after"], notes["rss_base_2"] = await asyncio.to_thread(_warm, server, cases)
@@ -347,13 +349,6 @@ def _size(n: int) -> str:
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.0f} KiB"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.soak", description=__doc__)
     parser.add_argument("--duration", type=float, default=180, help="seconds of load (<= 900)")
@@ -364,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     print("building requests ...", file=sys.stderr)
     cases = corpus()
     with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        server = Server(_free_port(), log)
+        server = Server(free_port(), log)
         server.start()
         try:
             answers, rss = _warm(server, cases)

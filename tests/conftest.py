@@ -1,4 +1,4 @@
-"""Fixtures shared by every tier: the Go tools of scripts/go-tools.sh."""
+"""Fixtures shared by every tier: the Go tools of scripts/go-tools.sh; the `slow` mark."""
 
 import functools
 from collections.abc import Callable
@@ -7,6 +7,15 @@ from pathlib import Path
 import pytest
 
 from tests.gotools import GoToolError, obtain
+
+# Modules whose every test is slow: the real server's timeouts, waited out for real.
+SLOW_MODULES = {"test_hardening_connections.py"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ monitoring CRDs): built once, cached outside the tree, paths parsed from the scr
 from collections.abc import Callable
 from pathlib import Path
 
-from tests import buildscript
+from localcluster import buildscript
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "go-tools.sh"

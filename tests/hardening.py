@@ -5,7 +5,7 @@ import os
 import signal
 import socket
 import subprocess
-import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +24,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
+
+from localcluster.ports import free_port
+from localcluster.realstack import hook_command
 
 ROOT = Path(__file__).parent.parent
 
@@ -54,13 +57,6 @@ def asgi_client(app: FastAPI) -> Iterator[AsgiClient]:
             yield AsgiClient(portal, client)
         finally:
             portal.call(client.aclose)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -138,9 +134,10 @@ def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
 
 
 def start(env: dict[str, str], log: IO[bytes], scheme: str = "http", verify: Any = True) -> Server:
+    """`python -m app serve` with `env` added to the environment, once it answers /healthz."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        hook_command(port),
         cwd=ROOT,
         env=os.environ | env,
         stdout=subprocess.DEVNULL,
@@ -157,6 +154,19 @@ def start(env: dict[str, str], log: IO[bytes], scheme: str = "http", verify: Any
     proc.kill()
     proc.wait(timeout=10)
     raise RuntimeError(f"the hook did not start: {Path(log.name).read_text()[-2000:]}")
+
+
+@contextmanager
+def serving(env: dict[str, str], scheme: str = "http", verify: Any = True) -> Iterator[Server]:
+    """The real hook for the block (`start`), its logs in a temporary file; stopped at the end
+    unless the test stopped it."""
+    with tempfile.NamedTemporaryFile(suffix=".log") as log:
+        server = start(env, log, scheme, verify)
+        try:
+            yield server
+        finally:
+            if server.proc.poll() is None:
+                server.stop()
 
 
 @dataclass(frozen=True)

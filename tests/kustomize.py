@@ -33,6 +33,20 @@ def metacontroller_manifests() -> Path:
     raise FileNotFoundError(f"no Metacontroller manifests (kustomization.yaml) under {source}")
 
 
+def with_components(folder: Path, overlay: str, *components: str) -> Path:
+    """A throwaway overlay in `folder` (created): `overlay` with `components` added."""
+    folder.mkdir()
+    relative = lambda path: os.path.relpath(path, folder)  # noqa: E731 (no absolute bases)
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [relative(OVERLAYS / overlay)],
+        "components": [relative(REPO / "manifests" / "components" / c) for c in components],
+    }
+    (folder / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return folder
+
+
 def build_overlay(overlay: str) -> str:
     """The overlay's `kubectl kustomize` output (YAML text)."""
     kubectl = shutil.which("kubectl")

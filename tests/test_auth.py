@@ -19,7 +19,7 @@ from app.auth import BearerToken
 from app.reconcile import sync
 from app.settings import Settings, from_env
 from tests import support as s
-from tests.hardening import AsgiClient, asgi_client, self_signed, start
+from tests.hardening import AsgiClient, asgi_client, self_signed, serving
 
 TOKEN = "s3cr3t-token-for-tests"
 NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
@@ -188,7 +188,7 @@ def test_an_unreadable_token_file_stops_the_start(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def https_server() -> Iterator[tuple[Any, ssl.SSLContext]]:
     """The real server over HTTPS with a throwaway CA and the token from a file."""
-    with tempfile.TemporaryDirectory() as folder, (Path(folder) / "log").open("wb") as log:
+    with tempfile.TemporaryDirectory() as folder:
         tls = self_signed(Path(folder))
         (Path(folder) / "token").write_text(TOKEN + "\n")
         trust = ssl.create_default_context(cafile=str(tls.ca))
@@ -198,9 +198,8 @@ def https_server() -> Iterator[tuple[Any, ssl.SSLContext]]:
             "MXJOB_AUTH_TOKEN_FILE": str(Path(folder) / "token"),
             "MXJOB_FROZEN_CLOCK": s.NOW.isoformat(),
         }
-        server = start(env, log, scheme="https", verify=trust)
-        yield server, trust
-        server.stop()
+        with serving(env, scheme="https", verify=trust) as server:
+            yield server, trust
 
 
 def test_https_with_the_ca_and_the_token(https_server: tuple[Any, ssl.SSLContext]) -> None:

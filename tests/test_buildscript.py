@@ -1,11 +1,11 @@
-"""tests/buildscript.py, the one runner of the build scripts: progress lines reach the caller as
+"""localcluster/buildscript.py, the one runner of the build scripts: progress lines reach the caller as
 they come, the `NAME=<path>` lines are the result, and a failure carries the whole output."""
 
 from pathlib import Path
 
 import pytest
 
-from tests import buildscript
+from localcluster import buildscript
 
 SCRIPT = """\
 echo "fake-build: building $1" >&2

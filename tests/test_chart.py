@@ -5,7 +5,6 @@ components that install the same thing. The chart reads every object from the ma
 stops matching its overlay is caught here."""
 
 import copy
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,10 @@ import pytest
 import yaml
 
 from app import __version__
+from tests.kustomize import with_components
+
+# Each case renders the chart with the real helm: about a second each.
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "mxjob-controller"
@@ -61,22 +64,7 @@ def kustomize(tmp_path: Path, overlay: str, *components: str) -> Objects:
     """`kubectl kustomize` of an overlay, with components added by a throwaway overlay."""
     target = REPO / "manifests" / "overlays" / overlay
     if components:
-        wrapper = tmp_path / "wrapper"
-        wrapper.mkdir()
-        relative = lambda path: os.path.relpath(path, wrapper)  # noqa: E731
-        (wrapper / "kustomization.yaml").write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                    "kind": "Kustomization",
-                    "resources": [relative(target)],
-                    "components": [
-                        relative(REPO / "manifests" / "components" / c) for c in components
-                    ],
-                }
-            )
-        )
-        target = wrapper
+        target = with_components(tmp_path / "wrapper", overlay, *components)
     done = run(["kubectl", "kustomize", str(target)])
     # Helm installs into an existing namespace (--create-namespace), it never owns one.
     return {k: v for k, v in keyed(yaml.safe_load_all(done.stdout)).items() if k[0] != "Namespace"}

@@ -304,6 +304,7 @@ FUZZ = settings(
 )
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated())
 def test_any_mutation_gets_a_200_or_a_4xx_with_detail(
@@ -365,6 +366,7 @@ def _may_drop(request: dict[str, Any], answer: dict[str, Any], pod: dict[str, An
 RUNNING_BASES = ("running-train", "running-single-worker", "running-tune", "running-gang")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated((*RUNNING_BASES, "restarting-exit-code")))
 def test_no_mutation_drops_a_running_pod_the_contract_keeps(
@@ -385,6 +387,7 @@ def _keeps_running_pods(client: AsgiClient, request: dict[str, Any]) -> None:
             assert _may_drop(request, answer, pod), f"dropped running pod {name}"
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=8)
 @given(mutated((LARGE,)))
 def test_a_huge_admitted_job_gets_a_200_or_a_4xx_and_keeps_its_running_pods(

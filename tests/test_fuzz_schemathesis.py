@@ -2,6 +2,7 @@
 schema-valid and schema-violating requests, bounded examples, never a 500, and answers that
 match the documented status codes, content types and schemas."""
 
+import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import negative_data_rejection
@@ -19,6 +20,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 LENIENT = [negative_data_rejection]
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_conforms(case: schemathesis.Case) -> None:

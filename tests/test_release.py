@@ -7,7 +7,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import __version__
-from tests.hardening import start
+from tests.hardening import serving
 from tests.test_manifests import IMAGE, LAYOUT, build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -144,12 +143,8 @@ def test_actionlint_finds_planted_errors(
 
 
 def test_build_info_metric_on_the_real_server() -> None:
-    with tempfile.NamedTemporaryFile() as log:
-        server = start({}, log)
-        try:
-            text = httpx.get(f"{server.url}/metrics", timeout=5).text
-        finally:
-            server.stop()
+    with serving({}) as server:
+        text = httpx.get(f"{server.url}/metrics", timeout=5).text
     (family,) = (f for f in text_string_to_metric_families(text) if f.name == "mxjob_build_info")
     (sample,) = family.samples
     assert sample.value == 1

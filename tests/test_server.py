@@ -1,29 +1,16 @@
 """The real server: uvicorn on a free loopback port, the golden requests over HTTP."""
 
 import json
-import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.golden_cases import CASES, paths, times
-from tests.hardening import start
+from tests.hardening import serving
 
 NOW = times()
-
-
-@contextmanager
-def serve(env: dict[str, str]) -> Iterator[str]:
-    """The real server on a free loopback port; its logs in a temporary file."""
-    with tempfile.NamedTemporaryFile() as log:
-        server = start(env, log)
-        try:
-            yield server.url
-        finally:
-            server.stop()
 
 
 BY_TIME: dict[str, list[str]] = {}
@@ -34,10 +21,11 @@ for _name, _at in sorted(NOW.items()):
 @pytest.fixture(scope="module", params=sorted(BY_TIME))
 def golden_server(request: pytest.FixtureRequest) -> Iterator[tuple[list[str], str]]:
     """One server per distinct golden time, its clock frozen at that time."""
-    with serve({"MXJOB_FROZEN_CLOCK": request.param}) as url:
-        yield BY_TIME[request.param], url
+    with serving({"MXJOB_FROZEN_CLOCK": request.param}) as server:
+        yield BY_TIME[request.param], server.url
 
 
+@pytest.mark.slow
 def test_golden_requests_over_http(golden_server: tuple[list[str], str]) -> None:
     cases, url = golden_server
     for name in cases:
@@ -58,8 +46,8 @@ def test_every_golden_case_is_sent() -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    with serve({}) as url:
-        yield url
+    with serving({}) as server:
+        yield server.url
 
 
 @pytest.mark.parametrize(

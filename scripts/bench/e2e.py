@@ -28,9 +28,11 @@ from typing import Any
 
 import yaml
 
-from e2e import podstatus
-from e2e.kube import Kube, path
-from e2e.stack import REPO, Stack, real_stack, shipped_flags
+from localcluster import kubelet as podstatus
+from localcluster.realstack import Hook, composite_controller, install_controller, serve_hook
+from localcluster.rest import Rest as Kube
+from localcluster.rest import path
+from localcluster.stack import REPO, Stack, real_stack, shipped_flags
 from scripts.bench.e2e_report import (
     BEFORE,
     CONFIGMAP_END,
@@ -55,7 +57,6 @@ from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import write_doc
 from scripts.bench.staged import staged_hook
 from scripts.bench.workloads import CONFIGMAP, QUICK, SCENARIOS, Scenario, Setting, mxjob
-from tests.apiserver.realstack import Hook, composite_controller, install_controller, serve_hook
 
 DOC = REPO / "docs" / "performance.md"
 MARKERS = 16  # threads patching pod status, as many kubelets would

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from e2e.kube import Kube, path
+from localcluster.rest import Rest, path
 from scripts.bench.workloads import Scenario
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -38,7 +38,7 @@ class Seen:
 
 
 @contextmanager
-def watching(kube: Kube, namespace: str, scenario: Scenario) -> Iterator[Seen]:
+def watching(kube: Rest, namespace: str, scenario: Scenario) -> Iterator[Seen]:
     seen = Seen(time.monotonic())
     stop = threading.Event()
 

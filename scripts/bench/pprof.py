@@ -12,7 +12,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.apiserver.cluster import free_port
+from localcluster.ports import free_port
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from tests.apiserver.cluster import free_port
+from localcluster.ports import free_port
 
 JSON = {"Content-Type": "application/json"}
 

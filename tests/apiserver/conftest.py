@@ -9,8 +9,9 @@ Public API for tests in this directory:
 - `metacontroller_binary` (session): the real Metacontroller, built by
   scripts/metacontroller-binary.sh on first use.
 - `real_stack` (session): the real hook and the real Metacontroller running against `apiserver`,
-  with our CRDs and our CompositeController installed (`realstack.py`).
-- `rest` (session): the API server's REST API (`rest.py`), for polling and playing the kubelet.
+  with our CRDs and our CompositeController installed (`localcluster/realstack.py`).
+- `rest` (session): the API server's REST API (`localcluster/rest.py`), for polling and playing
+  the kubelet.
 - `figure` (session): `figure(line)` prints a measured figure on the terminal as the tier runs.
 Every test collected here is marked `apiserver`.
 """
@@ -22,8 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from .cluster import ApiServer, Binaries, ClusterError, cluster, obtain_binaries
-from .realstack import (
+from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster, obtain_binaries
+from localcluster.crds import install_crds
+from localcluster.realstack import (
     Hook,
     Metacontroller,
     delete_jobs,
@@ -32,8 +34,7 @@ from .realstack import (
     run_metacontroller,
     serve_hook,
 )
-from .resources import install_crds
-from .rest import Rest
+from localcluster.rest import Rest
 
 HERE = Path(__file__).parent
 
@@ -122,9 +123,10 @@ def namespace(apiserver: ApiServer) -> str:
 
 
 @pytest.fixture(scope="session")
-def rest(apiserver: ApiServer) -> Rest:
+def rest(apiserver: ApiServer) -> Iterator[Rest]:
     """The API server's REST API with the admin token."""
-    return Rest(apiserver)
+    with Rest(apiserver) as client:
+        yield client
 
 
 @pytest.fixture(scope="session")

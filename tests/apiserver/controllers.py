@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from .cluster import ApiServer, running
+from localcluster.apiserver import ApiServer, running
 
 AGGREGATION = "clusterrole-aggregation"
 GARBAGE_COLLECTOR = "garbage-collector"

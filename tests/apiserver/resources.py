@@ -1,30 +1,21 @@
-"""The CRDs this tier installs, and a child as Metacontroller would write it for its parent."""
+"""The MXJob CRD with and without its CEL rules, and a child as Metacontroller would write it
+for its parent."""
 
 import copy
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from .cluster import ApiServer
-from .waiting import wait_for
+from app.reconcile import LAST_APPLIED
+from localcluster.apiserver import ApiServer
+from localcluster.crds import MXJOB_CRD
+from localcluster.waiting import wait_for
 
-REPO = Path(__file__).resolve().parents[2]
-MXJOB_CRD = REPO / "manifests" / "base" / "crd.yaml"
-# Test stand-ins for the gang schedulers' PodGroup CRDs (see the header of each file).
-PODGROUP_CRDS = sorted((Path(__file__).parent / "crds").glob("*.yaml"))
 CONTROLLER_UID = "controller-uid"
-MXJOB = "mxjobs.kubeflow.org"
-
-
-def install_crds(server: ApiServer) -> None:
-    """Server-side apply the MXJob CRD and the PodGroup stand-ins; wait until all serve."""
-    documents = [yaml.safe_load(path.read_text()) for path in (MXJOB_CRD, *PODGROUP_CRDS)]
-    server.apply(*documents)
-    names = [f"crd/{document['metadata']['name']}" for document in documents]
-    server.wait_established(*names)
+SERVER_WRITTEN = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
 
 
 def without_rules(document: Any) -> Any:
@@ -74,14 +65,23 @@ def owner_reference(parent: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def owned(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
-    """`child` as Metacontroller writes it: in the parent's namespace unless it names one,
-    with the parent as controlling owner and the `controller-uid` label of generateSelector."""
+def as_written(
+    child: dict[str, Any], parent: dict[str, Any], last_applied: bool = False
+) -> dict[str, Any]:
+    """A child of the hook's answer as Metacontroller writes it for `parent`: without what the
+    server writes (status, uid, resourceVersion, ...), in the parent's namespace, with the parent
+    as controlling owner and the `controller-uid` label of generateSelector; with `last_applied`,
+    also the annotation in which Metacontroller's apply keeps what it applied."""
     out = copy.deepcopy(child)
+    out.pop("status", None)
     meta = out["metadata"]
-    meta.setdefault("namespace", parent["metadata"]["namespace"])
+    for field in SERVER_WRITTEN:
+        meta.pop(field, None)
+    meta["namespace"] = parent["metadata"]["namespace"]
     meta["labels"] = meta.get("labels", {}) | {CONTROLLER_UID: parent["metadata"]["uid"]}
     meta["ownerReferences"] = [owner_reference(parent)]
+    if last_applied:
+        meta["annotations"] = meta.get("annotations", {}) | {LAST_APPLIED: json.dumps(out)}
     return out
 
 

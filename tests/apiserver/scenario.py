@@ -8,11 +8,12 @@ from typing import Any
 
 import yaml
 
-from .cluster import ApiServer
-from .kubelet import Kubelet
+from localcluster.apiserver import ApiServer
+from localcluster.kubelet import Kubelet
+from localcluster.rest import Rest
+from localcluster.waiting import WAIT, wait_for
+
 from .resources import CONTROLLER_UID
-from .rest import Rest
-from .waiting import WAIT, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 # Where a job's children can be: the CompositeController's child types, and ConfigMaps, which

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from .cluster import ApiServer, KubectlError
+from localcluster.apiserver import ApiServer, KubectlError
 
 pytestmark = pytest.mark.apiserver
 

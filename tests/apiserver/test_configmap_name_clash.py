@@ -4,9 +4,9 @@ Services, and no sync fails: Metacontroller logs that the child already exists (
 "The job's ConfigMap")."""
 
 from app import builders
+from localcluster.rest import Rest
 
 from .conftest import RealStack
-from .rest import Rest
 from .scenario import State, apply, apply_job, expected_children, manifest
 
 EXAMPLE = "examples/dist-cpu.yaml"

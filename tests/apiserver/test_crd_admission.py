@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from app.validation import MAX_REPLICAS
+from localcluster.apiserver import ApiServer, Binaries, KubectlError
+from localcluster.crds import MXJOB, MXJOB_CRD, install_crds
 from scripts import crd_pod_template
 from tests.test_crd import INVALID, VALID, job
 
 from . import wording
-from .cluster import ApiServer, Binaries, KubectlError
-from .resources import MXJOB, MXJOB_CRD, install_crds
 
 # What a client-side `kubectl apply` may store in its last-applied-configuration annotation:
 # the API server refuses an object whose annotations exceed 256 KiB in all.

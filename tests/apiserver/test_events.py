@@ -11,7 +11,7 @@ child type and a short resync period, the real hook. What it shows, in order:
 import re
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,25 +22,24 @@ import pytest
 import yaml
 
 from app.events import MAX_AGE_SECONDS
-
-from .cluster import ApiServer, Binaries, ClusterError, cluster
-from .kubelet import Kubelet
-from .realstack import (
+from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.crds import install_crds
+from localcluster.kubelet import Kubelet
+from localcluster.realstack import (
     Hook,
     composite_controller,
     install_controller,
     run_metacontroller,
     serve_hook,
 )
-from .resources import install_crds
-from .rest import Rest
+from localcluster.rest import Rest
+from localcluster.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
 EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (30 as shipped)
 AT_REST = 12  # seconds watched for writes at rest: three resyncs or more
-PAUSE = 0.5  # between two reads of the API server while waiting
 
 
 @dataclass(frozen=True)
@@ -94,15 +93,6 @@ def syncs(hook: Hook) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while (value := check()) is None or value is False:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not seen after {timeout} s")
-        time.sleep(PAUSE)
-    return value
-
-
 @dataclass(frozen=True)
 class Job:
     server: ApiServer
@@ -154,17 +144,17 @@ def settle(job: Job) -> None:
 
     def quiet() -> bool:
         before = job.versions()
-        time.sleep(RESYNC + 1)
+        time.sleep(RESYNC + 1)  # the thing under test: a resync period that writes nothing
         return job.versions() == before
 
-    wait_for(quiet, 30, "the job at rest")
+    wait_for(quiet, "the job at rest", 30)
 
 
 def at_rest(job: Job, hook: Hook, seconds: float) -> dict[str, Any]:
     """What was written while `seconds` passed (uid and resourceVersion before and after of
     each object that changed), after checking that the hook was synced 3 times or more."""
     before, synced = job.versions(), syncs(hook)
-    time.sleep(seconds)
+    time.sleep(seconds)  # the thing under test: a stretch of time at rest, whatever happens
     after = job.versions()
     assert syncs(hook) - synced >= 3, f"only {syncs(hook) - synced} syncs in {seconds} s"
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
@@ -178,15 +168,15 @@ def uids(job: Job) -> dict[str, str]:
 def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl(
     stack: Stack,
 ) -> None:
-    with hook_at(stack, None) as hook:
+    with hook_at(stack, None) as hook, Rest(stack.server) as rest:
         job = submit(stack)
         # Exactly one: a sync that saw the status from before its last write may stamp the
         # transition again, and that second Event is deleted a sync later.
-        assert wait_for(lambda: job.reasons() == ["MXJobCreated"], 30, "the Created Event")
-        kubelet = Kubelet(Rest(stack.server), job.namespace)
+        assert wait_for(lambda: job.reasons() == ["MXJobCreated"], "the Created Event", 30)
+        kubelet = Kubelet(rest, job.namespace)
         kubelet.run()
         story = ["MXJobCreated", "MXJobRunning"]
-        assert wait_for(lambda: job.reasons() == story, 30, "the Running Event")
+        assert wait_for(lambda: job.reasons() == story, "the Running Event", 30)
         settle(job)
         assert described(job) == [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"]]
 
@@ -196,7 +186,7 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
         # Success: Running is no longer True, but its Event stays in the story.
         kubelet.exit(f"{job.name}-worker-0", 0)
         story = ["MXJobCreated", "MXJobRunning", "MXJobSucceeded"]
-        assert wait_for(lambda: job.reasons() == story, 30, "the Succeeded Event")
+        assert wait_for(lambda: job.reasons() == story, "the Succeeded Event", 30)
         settle(job)
         told = [
             ["Normal", "MXJobCreated"],
@@ -214,7 +204,7 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
             return set(now) == current and all(now[n] != first[n] for n in current)
 
         started = time.monotonic()
-        wait_for(expired_and_recreated, EVENT_TTL + 30, "the current Events recreated")
+        wait_for(expired_and_recreated, "the current Events recreated", EVENT_TTL + 30)
         print(
             f"\nafter the {EVENT_TTL} s TTL ({time.monotonic() - started:.0f} s): recreated "
             f"{sorted(current)}, gone {sorted(set(first) - current)}"
@@ -223,5 +213,5 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
     # The hook's clock past MAX_AGE_SECONDS: the Events are no longer wanted and are deleted.
     later = datetime.now(UTC) + timedelta(seconds=MAX_AGE_SECONDS + 60)
     with hook_at(stack, later) as hook:
-        assert wait_for(lambda: job.events() == {}, 30, "the old Events deleted")
+        assert wait_for(lambda: job.events() == {}, "the old Events deleted", 30)
         assert at_rest(job, hook, EVENT_TTL + 5) == {}  # longer than a TTL: nothing comes back

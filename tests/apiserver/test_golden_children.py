@@ -2,7 +2,6 @@
 with Metacontroller's ownerReference and `controller-uid` label, every status by the status
 subresource, and `kubectl get mxj` prints the CRD's columns from it."""
 
-import copy
 import json
 import re
 from typing import Any
@@ -10,10 +9,11 @@ from typing import Any
 import pytest
 import yaml
 
+from localcluster.apiserver import ApiServer, KubectlError
+from localcluster.crds import MXJOB, install_crds
 from tests.golden_cases import CASES, paths
 
-from .cluster import ApiServer, KubectlError
-from .resources import CONTROLLER_UID, MXJOB, install_crds, kind_key, owned, owner_reference
+from .resources import CONTROLLER_UID, as_written, kind_key, owner_reference
 
 pytestmark = pytest.mark.apiserver
 
@@ -35,7 +35,6 @@ CHILD_TYPES = (
 )
 # Fields the API server writes; an observed child echoed by the hook carries the golden files'
 # made-up values, which a real Metacontroller would have read from the server.
-SERVER_WRITTEN = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,17 +61,6 @@ def create_parent(server: ApiServer, namespace: str, job: dict[str, Any]) -> dic
     )  # fmt: skip
     parent: dict[str, Any] = json.loads(applied.stdout)
     return parent
-
-
-def desired(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
-    """A child of a golden answer, written by Metacontroller for the real parent."""
-    out = copy.deepcopy(child)
-    out.pop("status", None)
-    meta = out["metadata"]
-    for field in SERVER_WRITTEN:
-        meta.pop(field, None)
-    meta["namespace"] = parent["metadata"]["namespace"]
-    return owned(out, parent)
 
 
 def not_stored(wanted: Any, stored: Any, path: str = "") -> list[str]:
@@ -160,7 +148,7 @@ def test_golden_answer_is_accepted(apiserver: ApiServer, namespace: str, name: s
     request, answer = golden(name)
     job = golden(STAND_IN_PARENT)[0]["parent"] if name in REFUSED_PARENTS else request["parent"]
     parent = create_parent(apiserver, namespace, job)
-    children = [desired(child, parent) for child in answer["children"]]
+    children = [as_written(child, parent) for child in answer["children"]]
 
     if children:
         apiserver.apply(*children)

@@ -13,9 +13,8 @@ import pytest
 import yaml
 
 from app import __version__
-
-from .cluster import ApiServer, Binaries, KubectlError, cluster
-from .realstack import metacontroller_crds
+from localcluster.apiserver import ApiServer, Binaries, KubectlError, cluster
+from localcluster.realstack import metacontroller_crds
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "mxjob-controller"

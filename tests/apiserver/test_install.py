@@ -4,9 +4,7 @@ kube-controller-manager's own aggregation controller, and cascading deletes by i
 collector (both from scripts/kube-controllers)."""
 
 import json
-import os
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,22 +12,18 @@ from typing import Any
 import pytest
 import yaml
 
-from .cluster import ApiServer, KubectlError
+from localcluster.apiserver import ApiServer, KubectlError
+from localcluster.crds import install_crds
+from localcluster.realstack import metacontroller_crds
+from localcluster.waiting import wait_for
+from tests.kustomize import with_components
+
 from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
-from .realstack import metacontroller_crds
-from .resources import install_crds
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "mxjob-controller"
 KUBEFLOW_ROLES = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow-roles.yaml"
 EXAMPLE = REPO / "examples" / "single-worker.yaml"
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
-        time.sleep(0.5)
 
 
 def install(server: ApiServer, *paths: Path) -> None:
@@ -112,21 +106,8 @@ def test_strict_validation_refuses_the_old_authorization_form(
 def test_monitoring_components_are_valid_prometheus_operator_objects(
     apiserver: ApiServer, namespace: str, monitoring_crds: None, tmp_path: Path
 ) -> None:
-    overlay = tmp_path / "overlay"
-    overlay.mkdir()
-    relative = lambda path: os.path.relpath(path, overlay)  # noqa: E731
-    (overlay / "kustomization.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                "kind": "Kustomization",
-                "resources": [relative(REPO / "manifests" / "overlays" / "standalone")],
-                "components": [
-                    relative(REPO / "manifests" / "components" / c)
-                    for c in ("monitoring", "networkpolicy-monitoring")
-                ],
-            }
-        )
+    overlay = with_components(
+        tmp_path / "overlay", "standalone", "monitoring", "networkpolicy-monitoring"
     )
     wanted = {"ConfigMap", "NetworkPolicy", "PodMonitor", "PrometheusRule"}
     documents = [d for d in kustomize(str(overlay)) if d["kind"] in wanted]
@@ -170,13 +151,14 @@ def kubeflow_roles(
     assert not grants(rules_of(apiserver, "kubeflow-edit"), "create", "mxjobs")
     log = tmp_path_factory.mktemp("kube-controllers") / "aggregation.log"
     with kube_controllers(go_tool("kube-controllers"), apiserver, log, AGGREGATION):
-        eventually(
+        wait_for(
             lambda: (
                 grants(rules_of(apiserver, "kubeflow-admin"), "delete", "mxjobs")
                 and grants(rules_of(apiserver, "kubeflow-edit"), "create", "mxjobs")
                 and grants(rules_of(apiserver, "kubeflow-view"), "get", "mxjobs/status")
             ),
             f"the aggregated roles hold the MXJob rules (log: {log})",
+            60,
         )
         yield
 
@@ -255,4 +237,4 @@ def test_garbage_collector_deletes_an_mxjobs_children(
                 return True
             return False
 
-        eventually(gone, f"the child ConfigMap is collected (log: {tmp_path / 'gc.log'})")
+        wait_for(gone, f"the child ConfigMap is collected (log: {tmp_path / 'gc.log'})", 60)

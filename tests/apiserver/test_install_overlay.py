@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from localcluster.apiserver import ApiServer, Binaries, cluster
 from tests.kustomize import build_overlay, metacontroller_manifests
-
-from .cluster import ApiServer, Binaries, cluster
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY = "with-metacontroller"

@@ -9,7 +9,6 @@ default): without `spec.runPolicy` in the stored object, `get_job`, `list_jobs` 
 `{}`, so every job the API server returns has one."""
 
 import copy
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,17 +26,18 @@ from kubeflow.training.api_client import ApiClient
 from kubeflow.training.utils.utils import FakeResponse
 from kubernetes.client import V1Container, V1ObjectMeta, V1PodSpec, V1PodTemplateSpec
 
-from .cluster import ApiServer, Binaries, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
+from localcluster.crds import MXJOB_CRD
+from localcluster.kubelet import Kubelet
+from localcluster.rest import Rest
+from localcluster.waiting import wait_for
+
 from .conftest import RealStack
-from .kubelet import Kubelet
-from .resources import MXJOB_CRD
-from .rest import Rest
 
 REPO = Path(__file__).resolve().parents[2]
 MXJOB = "MXJob"
 WAIT = 60  # seconds for a condition; a sync takes well under one on this stack
 POLL = 1
-PAUSE = 0.2  # between two reads of the API server while waiting for the stack
 
 
 def without_run_policy(example: str) -> dict[str, Any]:
@@ -58,17 +58,12 @@ def sdk(real_stack: RealStack, namespace: str) -> Iterator[TrainingClient]:
 
 
 @pytest.fixture
-def kubelet(real_stack: RealStack, namespace: str) -> Kubelet:
-    return Kubelet(Rest(real_stack.apiserver), namespace)
+def kubelet(real_stack: RealStack, rest: Rest, namespace: str) -> Kubelet:
+    return Kubelet(rest, namespace)
 
 
 def wait_for_pods(kubelet: Kubelet, count: int) -> dict[str, str]:
-    for _ in range(int(WAIT / PAUSE)):
-        phases = kubelet.phases()
-        if len(phases) == count:
-            return phases
-        time.sleep(PAUSE)
-    raise AssertionError(f"{count} pods not seen after {WAIT} s; have {kubelet.phases()}")
+    return wait_for(kubelet.phases, f"{count} pods", WAIT, until=lambda found: len(found) == count)
 
 
 def conditions(job: KubeflowOrgV1MXJob) -> list[tuple[str, str, str]]:
@@ -116,7 +111,7 @@ def test_a_manifest_without_run_policy_through_its_whole_life(
     )
     assert sdk.is_job_running(name)
     # The Scheduler makes the job Running; the Workers' pods may be reported a sync later.
-    workers = wait_for(lambda: _active_workers(sdk.get_job(name), 2), "2 active Workers")
+    workers = wait_for(lambda: _active_workers(sdk.get_job(name), 2), "2 active Workers", WAIT)
     assert workers.status.replica_statuses["Worker"].active == 2
 
     for pod in ("worker-0", "worker-1", "scheduler-0"):  # the Scheduler decides success
@@ -212,7 +207,7 @@ def test_defaulting_keeps_the_legacy_placement(
     stored = real_stack.apiserver.get("mxjob", name, f"-n={namespace}")["spec"]
     assert (stored["runPolicy"], stored["suspend"]) == (stored_run_policy, True)
     if suspended:
-        job = wait_for(lambda: _suspended(sdk.get_job(name)), "the Suspended condition")
+        job = wait_for(lambda: _suspended(sdk.get_job(name)), "the Suspended condition", WAIT)
         assert conditions(job)[-1] == ("Suspended", "True", "MXJobSuspended")
         assert kubelet.phases() == {}
     else:
@@ -262,7 +257,7 @@ def test_a_job_stored_before_the_default_is_read_after_the_crd_is_applied(
     with cluster(k8s_binaries, tmp_path) as server:
         server.apply(older)
         # Not `kubectl wait`: it fails on a CRD whose status has no conditions yet.
-        wait_for(lambda: _established(server), "the CRD established")
+        wait_for(lambda: _established(server), "the CRD established", WAIT)
         server.kubectl("create", "-f", "-", input=yaml.safe_dump(manifest))
         client = TrainingClient(
             config_file=str(server.kubeconfig), namespace="default", job_kind=MXJOB
@@ -288,12 +283,3 @@ def _read(client: TrainingClient, name: str) -> KubeflowOrgV1MXJob | None:
         return client.get_job(name)
     except RuntimeError:
         return None
-
-
-def wait_for(check: Callable[[], Any], what: str) -> Any:
-    for _ in range(int(WAIT / PAUSE)):
-        value = check()
-        if value is not None:
-            return value
-        time.sleep(PAUSE)
-    raise AssertionError(f"{what}: not seen after {WAIT} s")

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from app import builders, kubeenv
+from localcluster.rest import Rest
 
 from .conftest import RealStack
-from .rest import Rest
 from .scenario import REPO, State, apply_job, expected_children, manifest
 
 EXAMPLE = "examples/dist-cpu.yaml"

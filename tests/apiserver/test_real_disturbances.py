@@ -8,12 +8,13 @@ from typing import Any
 
 import yaml
 
+from localcluster.kubelet import Kubelet
+from localcluster.rest import Rest
+from localcluster.waiting import wait_for
+
 from .conftest import RealStack
-from .kubelet import Kubelet
 from .resources import crd_without_rules
-from .rest import Rest
 from .scenario import CREATED, RUNNING, Job, State, apply_job, manifest, pods, run_job
-from .waiting import wait_for
 
 DIST = "mnist-dist-cpu"
 ALL = tuple(f"{DIST}-{r}" for r in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1"))

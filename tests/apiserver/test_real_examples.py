@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from localcluster.rest import Rest
+
 from .conftest import RealStack
-from .rest import Rest
 from .scenario import REPO, State, apply_job, expected_children, manifest
 
 MANIFESTS = [

@@ -3,32 +3,22 @@ not check it (an older install), the edit reaches the hook, the job says Invalid
 every child; once the edit is reverted it carries on with the very same pods and Services."""
 
 import copy
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
 
-from .cluster import ApiServer
+from localcluster.apiserver import ApiServer
+from localcluster.crds import MXJOB, MXJOB_CRD, install_crds
+from localcluster.waiting import wait_for
+
 from .conftest import RealStack
-from .resources import MXJOB, MXJOB_CRD, install_crds, without_rules
+from .resources import without_rules
 
 REPO = Path(__file__).resolve().parents[2]
 JOB = REPO / "examples" / "dist-cpu.yaml"
-T = TypeVar("T")
-
-
-def _wait_for(check: Callable[[], T | None], timeout: float, what: str) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not seen after {timeout} s")
-        time.sleep(0.2)
 
 
 def unchecked_crd() -> dict[str, Any]:
@@ -90,14 +80,14 @@ def test_a_bad_edit_keeps_every_child_and_the_revert_deletes_nothing(
     job["metadata"]["namespace"] = namespace
     name = job["metadata"]["name"]
     server.apply(job)
-    before = _wait_for(lambda: _all_children(server, namespace), 60, "5 pods and 5 Services")
-    _wait_for(lambda: _synced(server, namespace, name), 30, "the first status")
+    before = wait_for(lambda: _all_children(server, namespace), "5 pods and 5 Services", 60)
+    wait_for(lambda: _synced(server, namespace, name), "the first status", 30)
 
     broken = copy.deepcopy(job)
     mxnet = broken["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     mxnet["env"] = [{"value": "no name"}]
     server.apply(broken)
-    invalid = _wait_for(lambda: _synced(server, namespace, name), 30, "the bad edit's status")
+    invalid = wait_for(lambda: _synced(server, namespace, name), "the bad edit's status", 30)
 
     assert invalid["conditions"][-1]["type"] == "InvalidSpec"
     assert "containers[0].env[0].name: required" in invalid["conditions"][-1]["message"]
@@ -105,7 +95,7 @@ def test_a_bad_edit_keeps_every_child_and_the_revert_deletes_nothing(
     assert _children(server, namespace) == before
 
     server.apply(job)
-    fixed = _wait_for(lambda: _synced(server, namespace, name), 30, "the reverted job's status")
+    fixed = wait_for(lambda: _synced(server, namespace, name), "the reverted job's status", 30)
 
     assert "InvalidSpec" not in [c["type"] for c in fixed["conditions"]]
     assert _types(fixed) == [("Created", "True")]

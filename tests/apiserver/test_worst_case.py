@@ -7,7 +7,6 @@ the hook's peak RSS under PEAK_RSS_MIB. The figures printed are in docs/reliabil
 
 import copy
 import json
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -21,10 +20,12 @@ import pytest
 from app import validation
 from app.reconcile import sync
 from app.settings import Settings
+from localcluster.apiserver import ApiServer, KubectlError
+from localcluster.crds import install_crds
+from localcluster.realstack import serve_hook
 from tests import support as s
 
-from .cluster import ApiServer, KubectlError, _http_ok, free_port, running, wait_until
-from .resources import install_crds, kind_key
+from .resources import kind_key
 from .worst_case import create_parent, observed_everything, sample_children
 
 MakeSpec = Callable[[int], dict[str, Any]]
@@ -59,13 +60,8 @@ WORST = [
 def hook(tmp_path: Path) -> Iterator[tuple[str, int]]:
     """A fresh real hook with its default settings, so that its peak memory is this sync's:
     (base URL, pid)."""
-    port = free_port()
-    log = tmp_path / "hook.log"
-    command = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    with running(command, log) as process:
-        url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: _http_ok(f"{url}/healthz"), process, log, "the hook")
-        yield url, process.pid
+    with serve_hook(tmp_path) as started:
+        yield started.url, started.process.pid
 
 
 def _job(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:

@@ -13,11 +13,12 @@ from typing import Any
 import yaml
 
 from app import envelope
-from app.reconcile import LAST_APPLIED, sync
+from app.reconcile import sync
+from localcluster.apiserver import ApiServer
+from localcluster.crds import MXJOB
 from tests import support as s
 
-from .cluster import ApiServer
-from .resources import MXJOB, kind_key, owned
+from .resources import as_written, kind_key
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def sample_children(server: ApiServer, parent: dict[str, Any], now: datetime) ->
     first: dict[tuple[str, str], dict[str, Any]] = {}
     for child in answer["children"]:
         first.setdefault(_sample_key(child), child)
-    documents = [_as_metacontroller_writes(c, parent) for c in first.values()]
+    documents = [as_written(c, parent, last_applied=True) for c in first.values()]
     server.kubectl("create", "-f", "-", input=yaml.safe_dump_all(documents))
     ns = parent["metadata"]["namespace"]
     for pod in (c for c in first.values() if c["kind"] == "Pod"):
@@ -98,20 +99,13 @@ def running_status(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _as_metacontroller_writes(child: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
-    out = owned(child, parent)
-    meta = out["metadata"]
-    meta["annotations"] = meta.get("annotations", {}) | {LAST_APPLIED: json.dumps(out)}
-    return out
-
-
 def observed_everything(sampled: Sampled) -> dict[str, Any]:
     """The sync request once every child of the answer exists and every pod runs."""
     children: dict[str, dict[str, Any]] = {t: {} for t in (envelope.CONFIG_MAP, envelope.POD)}
     children[envelope.SERVICE] = {}
     for child in sampled.answer["children"]:
         sample = sampled.samples[_sample_key(child)]
-        seen = _like(sample, _as_metacontroller_writes(child, sampled.parent))
+        seen = _like(sample, as_written(child, sampled.parent, last_applied=True))
         children[kind_key(child)][
             f"{seen['metadata']['namespace']}/{child['metadata']['name']}"
         ] = seen

@@ -22,12 +22,14 @@ from typing import Any
 
 import pytest
 
-from e2e.cluster import ClusterError, preflight
-from e2e.jobs import free_port, mxjob
-from e2e.kube import Kube
+from e2e.cluster import preflight
+from e2e.jobs import mxjob
 from e2e.kubelet import Report
 from e2e.runner import JobRun, run_job
-from e2e.stack import Stack, real_stack, shipped_flags
+from localcluster.apiserver import ClusterError
+from localcluster.ports import free_port
+from localcluster.rest import Rest
+from localcluster.stack import Stack, real_stack, shipped_flags
 
 pytestmark = pytest.mark.mxnet
 
@@ -84,7 +86,7 @@ class Run:
 @dataclass
 class Harness:
     stack: Stack
-    kube: Kube
+    kube: Rest
     workdir: Path
 
     def run(
@@ -119,7 +121,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture
 def harness(stack: Stack, tmp_path: Path) -> Iterator[Harness]:
-    kube = Kube(stack.apiserver)
+    kube = Rest(stack.apiserver)
     try:
         yield Harness(stack, kube, tmp_path)
     finally:

@@ -3,7 +3,6 @@
 import json
 import os
 import secrets
-import socket
 import ssl
 import subprocess
 import sys
@@ -18,12 +17,12 @@ from typing import Any
 
 import yaml
 
-from tests import buildscript
-from tests.buildscript import stop
-
+from . import buildscript
+from .buildscript import stop
 from .pki import Pki, make_pki
+from .ports import free_port
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 BINARIES_SCRIPT = REPO / "scripts" / "k8s-binaries.sh"
 BUILD_TIMEOUT = 40 * 60  # a cold Go build of kube-apiserver on 2 cores; later runs take a second
 START_TIMEOUT = 120
@@ -118,13 +117,6 @@ def obtain_binaries(progress: Callable[[str], None]) -> Binaries:
         raise ClusterError(str(error)) from None
     except KeyError as missing:
         raise ClusterError(f"{BINARIES_SCRIPT} printed no {missing}") from None
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @contextmanager

@@ -2,8 +2,8 @@
 kube-apiserver, the hook, our CRD and CompositeController, and the real Metacontroller (run
 with any flags, one at a time).
 
-It is tests/apiserver's machinery (cluster.py, realstack.py, resources.py) put together once;
-nothing here is a double. `Stack.metacontroller(flags)` runs one Metacontroller at a time.
+It is this package's parts (apiserver.py, realstack.py, crds.py) put together once; nothing
+here is a double. `Stack.metacontroller(flags)` runs one Metacontroller at a time.
 """
 
 from collections.abc import Callable, Iterator
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from tests.apiserver.cluster import ApiServer, cluster, obtain_binaries
-from tests.apiserver.realstack import (
+from .apiserver import ApiServer, cluster, obtain_binaries
+from .crds import install_crds
+from .realstack import (
     Hook,
     Metacontroller,
     install_controller,
@@ -22,7 +23,6 @@ from tests.apiserver.realstack import (
     run_metacontroller,
     serve_hook,
 )
-from tests.apiserver.resources import install_crds
 
 REPO = Path(__file__).resolve().parents[1]
 FLAGS_PATCH = REPO / "manifests" / "overlays" / "with-metacontroller" / "metacontroller-flags.yaml"

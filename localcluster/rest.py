@@ -1,8 +1,9 @@
-"""A small client for the loopback kube-apiserver: get, list, watch, create and patch over HTTPS.
+"""Plain HTTPS calls to the loopback kube-apiserver: get, list, watch, create, patch, delete.
 
-Just what the local kubelet, `make demo` and the end-to-end bench need, on httpx with the API
-server's CA and bearer token (`tests/apiserver/cluster.py` `ApiServer`). Paths are the API's
-own (`/api/v1/namespaces/NS/pods`); `path()` builds them for the core and custom types.
+For what is done many times a second (polling, playing the kubelet, the end-to-end bench): a
+kubectl process per call would cost more CPU than the stack under test. On httpx with the API
+server's CA and bearer token (`apiserver.py` `ApiServer`). Paths are the API's own
+(`/api/v1/namespaces/NS/pods`); `path()` builds them for the core and custom types.
 """
 
 import json
@@ -22,7 +23,7 @@ MXJOBS = "/apis/kubeflow.org/v1"
 
 
 class Server(Protocol):
-    """What the client needs of a running API server (tests/apiserver/cluster.py ApiServer)."""
+    """What the client needs of a running API server (`apiserver.py` ApiServer)."""
 
     @property
     def url(self) -> str: ...
@@ -56,10 +57,11 @@ def path(resource: str, namespace: str | None = None, name: str | None = None) -
     return "/".join(parts)
 
 
-class Kube:
-    """One keep-alive connection pool to the API server; watches open their own streams."""
+class Rest:
+    """One keep-alive connection pool to the API server; watches open their own streams. Close
+    it (`close()`, or `with Rest(server) as rest:`): an open pool at exit is a ResourceWarning."""
 
-    def __init__(self, server: Server, user_agent: str = "mxjob-e2e") -> None:
+    def __init__(self, server: Server, user_agent: str = "mxjob-localcluster") -> None:
         self._server = server
         self._headers = {"Authorization": f"Bearer {server.token}", "User-Agent": user_agent}
         self._tls = ssl.create_default_context(cafile=str(server.ca_cert))
@@ -76,6 +78,12 @@ class Kube:
 
     def close(self) -> None:
         self._client.close()
+
+    def __enter__(self) -> "Rest":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def _check(self, response: httpx.Response) -> dict[str, Any]:
         if response.status_code >= 400:

@@ -26,19 +26,12 @@ from typing import Any
 
 import yaml
 
-from tests import buildscript
-from tests.buildscript import stop
+from . import buildscript
+from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, running, wait_until
+from .buildscript import stop
+from .ports import free_port
 
-from .cluster import (
-    BUILD_TIMEOUT,
-    ApiServer,
-    ClusterError,
-    free_port,
-    running,
-    wait_until,
-)
-
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
 COMPOSITE_CONTROLLER = REPO / "metacontroller" / "compositecontroller.yaml"
 # Metacontroller's own CRDs, from the source the binary is built from (its release manifests).
@@ -112,12 +105,16 @@ class Hook:
             wait_until(lambda: _http_ok(f"{self.url}/healthz"), self.process, self.log, "the hook")
 
 
+def hook_command(port: int, host: str = "127.0.0.1") -> list[str]:
+    """The hook's command line, as `make run` serves it, on this Python."""
+    return [sys.executable, "-m", "app", "serve", "--host", host, "--port", str(port)]
+
+
 def _start_hook(port: int, log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("ab") as sink:
         return subprocess.Popen(
-            command, cwd=REPO, env={**os.environ, **env}, stdout=sink, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
+            hook_command(port), cwd=REPO, env={**os.environ, **env}, stdout=sink,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
 
 

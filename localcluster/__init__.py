@@ -1,0 +1,7 @@
+"""A real Kubernetes control plane on loopback for tests, `make demo` and the benchmarks.
+
+etcd and kube-apiserver (`apiserver`), the real Metacontroller and the real hook (`realstack`),
+all of them together with our CRDs installed (`stack`), a REST client (`rest`), a kubelet
+stand-in that reports pod status (`kubelet`), waiting on a condition (`waiting`) and a free
+loopback port (`ports`). The binaries come from scripts/ (`buildscript`).
+"""
