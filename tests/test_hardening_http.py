@@ -11,6 +11,8 @@ from typing import IO
 
 import orjson
 import pytest
+import uvicorn
+import uvloop
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -30,19 +32,21 @@ ENV = {
 
 
 @pytest.mark.parametrize(
-    ("http", "protocol", "loop"),
+    ("http", "protocol", "on_uvloop"),
     [
-        pytest.param(None, HttpToolsProtocol, "uvloop", id="shipped-httptools-uvloop"),
-        pytest.param("h11", H11Protocol, "asyncio", id="h11-asyncio"),
+        pytest.param(None, HttpToolsProtocol, True, id="shipped-httptools-uvloop"),
+        pytest.param("h11", H11Protocol, False, id="h11-asyncio"),
     ],
 )
-def test_the_stack_and_its_settings(http: str | None, protocol: type, loop: str) -> None:
+def test_the_stack_and_its_settings(http: str | None, protocol: type, on_uvloop: bool) -> None:
     config = settings.from_env({"MXJOB_HTTP": http} if http else {})
     options = server.options(config)
     assert issubclass(options["http"], protocol)
     assert issubclass(options["http"], server.Deadlines)
-    assert (options["loop"], options["ws"]) == (loop, "none")
     assert options["http"].head_seconds == config.header_timeout_seconds
+    assert options["ws"] == "none"
+    loop = uvicorn.Config("app.web:app", **options).get_loop_factory()
+    assert (loop is uvloop.new_event_loop) == on_uvloop
 
 
 @pytest.fixture(scope="module", params=["httptools", "h11"])
