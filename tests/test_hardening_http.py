@@ -191,3 +191,21 @@ def test_a_closed_connection_leaves_the_server_answering(hook: Server) -> None:
     with hook.connect() as sock, sock.makefile("rb") as answers:
         sock.sendall(post(NEW_JOB))
         assert read_answer(answers)[0] == 200
+
+
+# What /sync answers a request asking for an upgrade, by stack.
+UPGRADE_ANSWER = {"httptools": 422, "h11": 200}
+
+
+@pytest.mark.parametrize("protocol", [b"websocket", b"h2c"])
+def test_an_upgrade_request_is_answered_and_its_connection_closed(
+    hook: Server, stack: str, protocol: bytes
+) -> None:
+    """The hook serves no upgrade. h11 reads such a request's body as any other; llhttp
+    hands all that follows the head to the upgrade, so on httptools /sync sees no body and
+    answers 422. Either way no 500, and the head deadline closes the connection."""
+    head = b"Host: hook\r\nConnection: Upgrade\r\nUpgrade: " + protocol + b"\r\n"
+    with hook.connect() as sock, sock.makefile("rb") as answers:
+        sock.sendall(post(NEW_JOB).replace(b"Host: hook\r\n", head))
+        assert read_answer(answers)[0] == UPGRADE_ANSWER[stack]
+        assert closed_by_peer(sock, 5)
