@@ -143,7 +143,8 @@ class HttpToolsDeadlines(Deadlines, HttpToolsProtocol):
     URL, whole before it hands them on. So while a head is read the parser is fed at most
     what is left of `head_bytes`; a head that is not complete by then gets uvicorn's plain
     400 and the connection is closed. (Counted from the end of the previous request, so a
-    head pipelined behind a body may pass the bound by one read, 256 KiB at most.)"""
+    pipelined head may pass the bound by what arrived in one read with the request before
+    it: 256 KiB at most.)"""
 
     head_bytes = 16 * 1024
 
