@@ -69,21 +69,16 @@ demo: $(VENV)/.dev
 soak: $(VENV)/.dev
 	$(BIN)/python -m scripts.soak --duration $(SOAK_SECONDS)
 
-# The hook against its floor (echo + parse + serialize) on loopback, on uvicorn as shipped and
-# on uvicorn[standard]; rewrites docs/performance.md and its plots, which says how long a run
-# takes (BENCH_ARGS=--quick for a smoke run, --help for the rest).
+# The hook against its floor (echo + parse + serialize) on loopback, on the shipped stack
+# (httptools, uvloop) and on h11 (asyncio); rewrites docs/performance.md and its plots, which
+# says how long a run takes (BENCH_ARGS=--quick for a smoke run, --help for the rest).
 BENCH_ARGS ?=
-STANDARD_LIB := .cache/uvicorn-standard
 .PHONY: bench bench-e2e
 $(VENV)/.bench: requirements.txt requirements-bench.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-bench.txt
 	touch $@
 
-$(STANDARD_LIB)/.installed: requirements-bench-standard.txt | $(BIN)/python
-	$(BIN)/pip install --quiet --target $(STANDARD_LIB) -r requirements-bench-standard.txt
-	touch $@
-
-bench: $(VENV)/.bench $(STANDARD_LIB)/.installed
+bench: $(VENV)/.bench
 	$(BIN)/python -m scripts.bench $(BENCH_ARGS)
 
 # The image for this machine's platform, tagged with the version (docs/install.md shows how to

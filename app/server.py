@@ -1,18 +1,31 @@
-"""The HTTP server: uvicorn, with the connection deadlines it lacks (a whole request head
-within a time, an answer taken within a time) and a bound on open connections."""
+"""The HTTP server: uvicorn on httptools and uvloop, with the connection deadlines it lacks (a
+whole request head within a time and a size, an answer taken within a time) and a bound on
+open connections."""
 
 import asyncio
 import logging
 import math
 from typing import Any
 
-import h11
 import uvicorn
 from prometheus_client import Counter
-from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
+from uvicorn.protocols.http import h11_impl
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from app import logging as logs
 from app import metrics, settings
+
+try:
+    # uvicorn imports uvloop by name when the server starts; importing it here names a
+    # missing package at once, for `render` as for `serve`.
+    import uvloop  # noqa: F401
+    from uvicorn.protocols.http import httptools_impl
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+except ImportError as missing:
+    raise ImportError(
+        f"{missing.name} is missing: the hook serves HTTP with httptools on uvloop; "
+        "pip install -r requirements.txt"
+    ) from missing
 
 log = logging.getLogger(f"{logs.LOGGER}.server")
 
@@ -24,25 +37,33 @@ CLOSED = Counter(
     registry=metrics.REGISTRY,
 )
 
+# One request and its answer, in either of uvicorn's protocols.
+Cycle = h11_impl.RequestResponseCycle | httptools_impl.RequestResponseCycle
 
-class DeadlineProtocol(H11Protocol):
-    """uvicorn's h11 protocol with two deadlines per connection. uvicorn arms its keep-alive
-    timer only after an answer and disarms it on any byte, so a connection that never sends
-    a request, or sends its head a byte at a time, stays open for ever; and an answer the
-    client does not read stays in memory for ever. Here a connection must deliver a whole
-    request head within `head_seconds` of opening or of its previous answer, and take each
-    answer within `send_seconds` of its first byte; else it is closed (the answer's buffer
-    dropped). Body deadlines are the app's: it answers 408 (app/web.py)."""
+
+class Deadlines(asyncio.Protocol):
+    """Two deadlines per connection, over either of uvicorn's HTTP protocols. uvicorn arms
+    its keep-alive timer only after an answer and disarms it on any byte, so a connection
+    that never sends a request, or sends its head a byte at a time, stays open for ever; and
+    an answer the client does not read stays in memory for ever. Here a connection must
+    deliver a whole request head within `head_seconds` of opening or of its previous answer,
+    and take each answer within `send_seconds` of its first byte; else it is closed (the
+    answer's buffer dropped). Body deadlines are the app's: it answers 408 (app/web.py).
+
+    A subclass tells when a head is complete (`_head_complete`) and when an answer is
+    (`_answered`)."""
 
     head_seconds = 5.0
     send_seconds = 10.0
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
         self._send_timer: asyncio.TimerHandle | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._await_head()
 
@@ -52,22 +73,20 @@ class DeadlineProtocol(H11Protocol):
                 timer.cancel()
         super().connection_lost(exc)
 
-    def handle_events(self) -> None:
-        cycle = self.cycle
-        super().handle_events()
-        if self.cycle is not cycle and self.cycle is not None:
-            # A whole request head arrived: what follows is the app's to time.
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-            self._time_answer(self.cycle)
+    def _head_complete(self, cycle: Cycle) -> None:
+        """A whole request head arrived: what follows is the app's to time."""
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        self._time_answer(cycle)
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()
+    def _answered(self, current: Cycle | None) -> None:
+        """An answer is complete; `current` is the connection's latest request, which is
+        already running if it was pipelined behind that answer."""
         if self._send_timer is not None and self.transport.get_write_buffer_size() == 0:
             self._send_timer.cancel()
             self._send_timer = None
-        if not self.transport.is_closing():
+        if not self.transport.is_closing() and (current is None or current.response_complete):
             self._await_head()
 
     def _await_head(self) -> None:
@@ -80,11 +99,9 @@ class DeadlineProtocol(H11Protocol):
         if self.transport.is_closing():
             return
         CLOSED.labels("head_timeout").inc()
-        if self.conn.our_state is not h11.ERROR:
-            self.conn.send(h11.ConnectionClosed())
         self.transport.close()
 
-    def _time_answer(self, cycle: RequestResponseCycle) -> None:
+    def _time_answer(self, cycle: Cycle) -> None:
         """Arm the send deadline when the app starts this cycle's answer."""
         send = cycle.send
 
@@ -103,7 +120,7 @@ class DeadlineProtocol(H11Protocol):
 
         cycle.send = timed_send  # type: ignore[method-assign]
 
-    def _send_late(self, cycle: RequestResponseCycle) -> None:
+    def _send_late(self, cycle: Cycle) -> None:
         self._send_timer = None
         if cycle.response_complete and self.transport.get_write_buffer_size() == 0:
             return
@@ -120,11 +137,80 @@ class DeadlineProtocol(H11Protocol):
         self.transport.abort()
 
 
-def protocol(config: settings.Settings) -> type[DeadlineProtocol]:
-    """The protocol class with this configuration's deadlines."""
+class HttpToolsDeadlines(Deadlines, HttpToolsProtocol):
+    """The deadlines on uvicorn's httptools protocol, as shipped, with h11's bound on a
+    request head: llhttp has none, and httptools gathers a header's name and value, and the
+    URL, whole before it hands them on. So while a head is read the parser is fed at most
+    what is left of `head_bytes`; a head that is not complete by then gets uvicorn's plain
+    400 and the connection is closed. (Counted from the end of the previous request, so a
+    pipelined head may pass the bound by what arrived in one read with the request before
+    it: 256 KiB at most.)"""
+
+    head_bytes = 16 * 1024
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Bytes of the current head fed so far; None while a body is read.
+        self._head_read: int | None = 0
+
+    def data_received(self, data: bytes) -> None:
+        while self._head_read is not None and len(data) > self.head_bytes - self._head_read:
+            room = self.head_bytes - self._head_read
+            if room <= 0:
+                self.send_400_response("Request head too large.")
+                return
+            self._head_read += room
+            super().data_received(data[:room])
+            if self.transport.is_closing():
+                return
+            data = data[room:]
+        if self._head_read is not None:
+            self._head_read += len(data)
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        cycle = self.cycle
+        super().on_headers_complete()
+        self._head_read = None
+        if self.cycle is not cycle:
+            self._head_complete(self.cycle)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._head_read = 0
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._answered(self.cycle)
+
+
+class H11Deadlines(Deadlines, H11Protocol):
+    """The deadlines on uvicorn's h11 protocol, pure Python: the stack of earlier versions,
+    served when MXJOB_HTTP is h11. h11 bounds a request head itself (16 KiB)."""
+
+    def handle_events(self) -> None:
+        cycle = self.cycle
+        super().handle_events()
+        if self.cycle is not cycle and self.cycle is not None:
+            self._head_complete(self.cycle)
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._answered(self.cycle)
+
+
+# Per MXJOB_HTTP: the protocol and the event loop it runs on.
+STACKS: dict[str, tuple[type[Deadlines], str]] = {
+    "httptools": (HttpToolsDeadlines, "uvloop"),
+    "h11": (H11Deadlines, "asyncio"),
+}
+
+
+def protocol(config: settings.Settings) -> type[Deadlines]:
+    """The protocol class of this configuration's stack, with its deadlines."""
     return type(
         "HookProtocol",
-        (DeadlineProtocol,),
+        (STACKS[config.http][0],),
         {"head_seconds": config.header_timeout_seconds, "send_seconds": config.send_seconds},
     )
 
@@ -133,6 +219,9 @@ def options(config: settings.Settings) -> dict[str, Any]:
     """uvicorn's settings for this configuration, for `run` and for the benchmark."""
     return {
         "http": protocol(config),
+        "loop": STACKS[config.http][1],
+        # The hook serves no WebSocket: an upgrade request is an ordinary request.
+        "ws": "none",
         # Over this many connections, uvicorn answers 503 to new requests.
         "limit_concurrency": config.max_connections,
         # uvicorn's own idle timer, after an answer; the head deadline above is the real one.

@@ -4,6 +4,7 @@ import os
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
@@ -57,6 +58,10 @@ class Settings(BaseModel):
     # limit_concurrency). Each costs at most ~80 KiB of buffers (16 KiB of head, 64 KiB of
     # body before reading pauses).
     max_connections: int = Field(default=256, gt=0)
+    # uvicorn's HTTP parser and event loop: httptools on uvloop (C, the default), or h11 on
+    # asyncio (pure Python, the stack of earlier versions; same deadlines and limits), a way
+    # back without a new image should the C stack misbehave.
+    http: Literal["httptools", "h11"] = "httptools"
 
     @field_validator("frozen_clock")
     @classmethod

@@ -181,9 +181,9 @@ def cli(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--client", choices=("raw", "httpx"), default="raw")
     parser.add_argument(
         "--stacks",
-        default="h11,standard",
-        help="uvicorn stacks to serve both servers on, in the same rounds: h11 (as shipped), "
-        "standard (httptools + uvloop)",
+        default=",".join(STACKS),
+        help="HTTP stacks (MXJOB_HTTP) to serve both servers on, in the same rounds: "
+        "httptools (on uvloop, as shipped), h11 (on asyncio, as earlier versions shipped)",
     )
     parser.add_argument(
         "--no-write", dest="write", action="store_false", help="print only; leave docs/ alone"
@@ -193,7 +193,6 @@ def cli(argv: list[str]) -> argparse.Namespace:
     server.add_argument("kind", choices=("hook", "echo"))
     server.add_argument("--port", type=int, required=True)
     server.add_argument("--responses")
-    server.add_argument("--stack", choices=STACKS, default="h11")
     prof = commands.add_parser("profile", help="pyinstrument profile of parse+sync+serialize")
     prof.add_argument("--size", default="large")
     prof.add_argument("--repeat", type=int, default=3)
@@ -205,7 +204,7 @@ def cli(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str]) -> int:
     args = cli(argv)
     if args.command == "serve":
-        serve(args.kind, args.port, args.responses, args.stack)
+        serve(args.kind, args.port, args.responses)
         return 0
     if args.command == "profile":
         profile(args.size, args.repeat)

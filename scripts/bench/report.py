@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scripts.bench.client import Run
-from scripts.bench.servers import ROOT
+from scripts.bench.servers import ROOT, SHIPPED, STACKS
 
 if TYPE_CHECKING:
     from scripts.bench.hook import Result, SizeResult
@@ -184,15 +184,16 @@ def targets(result: Result) -> list[str]:
 
 
 def stacks_table(result: Result) -> list[str]:
-    """Both servers on uvicorn as shipped (h11, asyncio) and on uvicorn[standard]."""
+    """Both servers on the shipped stack (httptools, uvloop) and on h11 (asyncio)."""
     named = [r for r in result.sizes if r.payload.size.named]
-    if not any(kind == "hook standard" for r in named for kind, _ in r.runs):
+    others = [x for x in STACKS if x != SHIPPED]
+    if not any(kind.endswith(f" {x}") for r in named for kind, _ in r.runs for x in others):
         return []
-    columns = [(r, stack) for r in named for stack in ("h11", "standard")]
+    columns = [(r, stack) for r in named for stack in STACKS]
     header = ["figure"] + [f"{r.payload.size.label} {stack}" for r, stack in columns]
 
     def run(r: SizeResult, stack: str, kind: str, c: int) -> Run:
-        return r.run(kind if stack == "h11" else f"{kind} standard", c)
+        return r.run(kind if stack == SHIPPED else f"{kind} {stack}", c)
 
     rows = []
     for kind in ("hook", "echo"):
@@ -239,8 +240,9 @@ def report(result: Result, args: argparse.Namespace) -> str:
         f"in {result.seconds:,.0f} s, client `{args.client}`.",
         "",
         *machine(),
-        "- servers: one uvicorn process each, HTTP/1.1 by h11 on the asyncio loop as shipped "
-        "(and by httptools on uvloop, `uvicorn[standard]`, in the last table)",
+        "- servers: one uvicorn process each on the hook's settings (`app/server.py`), HTTP/1.1 "
+        "by httptools on uvloop as shipped (and by h11 on asyncio, `MXJOB_HTTP=h11`, the stack "
+        "of earlier versions, in the last table)",
         "",
         "#### Targets",
         "",
@@ -265,7 +267,7 @@ def report(result: Result, args: argparse.Namespace) -> str:
         "",
         *(
             [
-                "#### uvicorn as shipped (h11, asyncio) and uvicorn[standard] (httptools, uvloop)",
+                "#### The shipped stack (httptools, uvloop) and the earlier one (h11, asyncio)",
                 "",
                 *stacks_table(result),
                 "",

@@ -1,5 +1,5 @@
 """The servers the hook's benchmark compares: the hook and an echo, one uvicorn process each on
-exactly the same settings; `STACKS` names the HTTP parser and event loop they run on."""
+exactly the hook's settings; `STACKS` names the HTTP stacks they can run on."""
 
 import os
 import socket
@@ -16,13 +16,11 @@ from tests import support as s
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
-# uvicorn's HTTP parser and event loop per stack. `h11` is what the hook runs on as shipped
-# (requirements.txt has neither C extension, so uvicorn's "auto" picks these); `standard` is
-# what `uvicorn[standard]` would add. Its packages live outside the venv (`make bench` installs
-# requirements-bench-standard.txt into STANDARD_LIB), so that installing them changes nothing
-# for `make run` and the tests, whose uvicorn would pick them up on "auto".
-STACKS = {"h11": ("h11", "asyncio"), "standard": ("httptools", "uvloop")}
-STANDARD_LIB = ROOT / ".cache" / "uvicorn-standard"
+# The HTTP stacks both servers can run on, by MXJOB_HTTP (app/server.py): the first is the
+# shipped one (httptools on uvloop), the other the pure-Python h11 on asyncio that earlier
+# versions shipped; both with the hook's deadlines and limits.
+STACKS = ("httptools", "h11")
+SHIPPED = STACKS[0]
 
 
 def _echo_app(responses: dict[int, bytes]) -> Any:
@@ -43,25 +41,20 @@ def _echo_app(responses: dict[int, bytes]) -> Any:
     return echo
 
 
-def serve(kind: str, port: int, responses_dir: str | None, stack: str = "h11") -> None:
-    """One server process; both kinds run on exactly the same uvicorn settings."""
+def serve(kind: str, port: int, responses_dir: str | None) -> None:
+    """One server process; both kinds run on exactly the hook's uvicorn settings, on the
+    stack MXJOB_HTTP names."""
     import uvicorn
+
+    from app import server, settings
 
     if kind == "hook":
         from app.web import app
     else:
         found = Path(responses_dir or ".").glob("*.response")
         app = _echo_app({int(p.stem): p.read_bytes() for p in found})
-    http: Any
-    http, loop = STACKS[stack]
-    options: dict[str, Any] = {"access_log": False}
-    if stack == "h11":
-        # As shipped: the hook's own h11 protocol with its deadlines and limits (app/server.py).
-        from app import server, settings
-
-        options = server.options(settings.from_env())
-        http = options.pop("http")
-    uvicorn.run(app, host=HOST, port=port, log_level="warning", http=http, loop=loop, **options)
+    options = server.options(settings.from_env())
+    uvicorn.run(app, host=HOST, port=port, log_level="warning", **options)
 
 
 def _free_port() -> int:
@@ -76,12 +69,12 @@ class Server:
     kind: str
     port: int
     process: subprocess.Popen[bytes]
-    stack: str = "h11"
+    stack: str = SHIPPED
 
     @property
     def name(self) -> str:
-        """`hook`, `echo`; `hook standard`, `echo standard` on the other stack."""
-        return self.kind if self.stack == "h11" else f"{self.kind} {self.stack}"
+        """`hook`, `echo`; `hook h11`, `echo h11` on the other stack."""
+        return self.kind if self.stack == SHIPPED else f"{self.kind} {self.stack}"
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
@@ -91,16 +84,11 @@ class Server:
 
 
 @contextmanager
-def running(kind: str, responses_dir: str, stack: str = "h11") -> Iterator[Server]:
+def running(kind: str, responses_dir: str, stack: str = SHIPPED) -> Iterator[Server]:
     """A server process of this kind; its log goes to a file, shown if it fails to start."""
     port = _free_port()
-    env = os.environ | {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
-    if stack == "standard":
-        if not STANDARD_LIB.is_dir():
-            raise RuntimeError(f"no {STANDARD_LIB}: `make bench` installs it")
-        env["PYTHONPATH"] = os.pathsep.join([str(STANDARD_LIB), env.get("PYTHONPATH", "")])
+    env = os.environ | {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat(), "MXJOB_HTTP": stack}
     argv = [sys.executable, "-m", "scripts.bench", "serve", kind, "--port", str(port)]
-    argv += ["--stack", stack]
     log = Path(responses_dir) / f"{kind}-{port}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
