@@ -85,10 +85,23 @@ class Job:
     # own few bytes.
     config_map: bool = False
     # True while an observed pod, created by release 0.1.0, reads the ConfigMap's keys
-    # `cluster` and `labels`: the ConfigMap keeps them, and new pods read the job-wide
-    # variables key by key instead of through `envFrom` (which would import those two keys
-    # as variables too).
+    # `cluster` and `labels`: the job keeps that release's layout (those two keys, and new
+    # pods that read them key by key with every DMLC_* variable in their env), since an
+    # `envFrom` of the same ConfigMap would import the two keys as variables too.
     legacy_keys: bool = False
+    # Whether the ConfigMap holds the variables under their own names: always but in the
+    # layout above, and there too while an observed pod takes them in through `envFrom`.
+    named_keys: bool = True
+
+
+@dataclass(frozen=True)
+class Readers:
+    """How the job's observed pods read its ConfigMap (`readers` finds out)."""
+
+    # By release 0.1.0's keys `cluster` and `labels` (`configMapKeyRef`).
+    old_keys: bool = False
+    # Whole, through `envFrom`, as this version makes them.
+    env_from: bool = False
 
 
 def job_context(
@@ -97,34 +110,50 @@ def job_context(
     spec: MXJobSpec,
     scheduler: GangScheduler | None = None,
     config_map: bool = False,
-    legacy_keys: bool = False,
+    observed: Readers = Readers(),
 ) -> Job:
     """What every child of the job shares. `config_map`: the controller declares ConfigMap
-    children; `legacy_keys`: an observed pod reads 0.1.0's keys (`legacy_pods` says)."""
-    legacy_keys = legacy_keys and config_map
+    children; `observed`: how the job's observed pods read the ConfigMap."""
+    legacy = config_map and observed.old_keys
     shared = _shared_parts(name, spec)
     head = _mx_config_head(shared, config_map)
     # One `envFrom` of the job's ConfigMap, after the template's own sources (among
     # `envFrom` sources a later one wins, so none of the user's overrides ours).
     env_from = (
-        {"configMapRef": {"name": config_map_name(name)}}
-        if config_map and not legacy_keys
-        else None
+        {"configMapRef": {"name": config_map_name(name)}} if config_map and not legacy else None
     )
     kinds = {t: _kind(name, t, r, head, env_from) for t, r in spec.mxReplicaSpecs.items()}
-    head_env = _shared_env(name) if legacy_keys else ()
+    head_env = _shared_env(name) if legacy else ()
     dmlc_env = () if env_from else _dmlc_env(name, spec)
     return Job(
-        name, namespace, spec, shared, head_env, dmlc_env, kinds, scheduler, config_map, legacy_keys
+        name,
+        namespace,
+        spec,
+        shared,
+        head_env,
+        dmlc_env,
+        kinds,
+        scheduler,
+        config_map,
+        legacy_keys=legacy,
+        named_keys=not legacy or observed.env_from,
     )
 
 
-def legacy_pods(pods: Iterable[Any], name: str) -> bool:
-    """Whether any of these observed pods reads the job's ConfigMap by 0.1.0's keys
-    (`cluster`, `labels`). Pods are never updated (OnDelete), so such a pod keeps its env
-    for life, and a restart of its container must still find those keys."""
+def readers(pods: Iterable[Any], name: str) -> Readers:
+    """How these observed pods read the job's ConfigMap. Pods are never updated
+    (OnDelete), so a pod keeps its env for life, and a container that restarts in it must
+    still find what it reads."""
     wanted = config_map_name(name)
-    return any(_reads_legacy_key(c, wanted) for pod in pods for c in _containers(pod))
+    old_keys = env_from = False
+    for container in (c for pod in pods for c in _containers(pod)):
+        if not isinstance(container, dict):
+            continue
+        old_keys = old_keys or _reads_old_keys(container.get("env"), wanted)
+        env_from = env_from or _reads_whole(container.get("envFrom"), wanted)
+        if old_keys and env_from:
+            break
+    return Readers(old_keys, env_from)
 
 
 def _containers(pod: Any) -> list[Any]:
@@ -133,13 +162,20 @@ def _containers(pod: Any) -> list[Any]:
     return containers if isinstance(containers, list) else []
 
 
-def _reads_legacy_key(container: Any, config_map: str) -> bool:
-    env = container.get("env") if isinstance(container, dict) else None
+def _reads_old_keys(env: Any, config_map: str) -> bool:
     for var in env if isinstance(env, list) else ():
         source = var.get("valueFrom") if isinstance(var, dict) else None
         ref = source.get("configMapKeyRef") if isinstance(source, dict) else None
         if isinstance(ref, dict) and ref.get("name") == config_map:
             return ref.get("key") in LEGACY_KEYS
+    return False
+
+
+def _reads_whole(env_from: Any, config_map: str) -> bool:
+    for source in env_from if isinstance(env_from, list) else ():
+        ref = source.get("configMapRef") if isinstance(source, dict) else None
+        if isinstance(ref, dict) and ref.get("name") == config_map:
+            return True
     return False
 
 
@@ -264,25 +300,27 @@ def config_map_name(job: str) -> str:
 
 
 def _shared_env(name: str) -> tuple[dict[str, Any], ...]:
-    """MX_CONFIG's shared parts read key by key, while the ConfigMap also holds 0.1.0's
-    keys: the variables' own names are the keys, so a new pod never reads `cluster`."""
+    """MX_CONFIG's shared parts read key by key, as release 0.1.0 wrote them."""
     return tuple(
         {
             "name": variable,
-            "valueFrom": {"configMapKeyRef": {"name": config_map_name(name), "key": variable}},
+            "valueFrom": {"configMapKeyRef": {"name": config_map_name(name), "key": key}},
         }
-        for variable, _ in SHARED_PARTS
+        for variable, key in SHARED_PARTS
     )
 
 
 def config_map(job: Job) -> dict[str, Any]:
     """The job's ConfigMap: the variables every container of the job reads with the same
     value (MX_CONFIG's shared parts and the job-wide DMLC_* ones), stored once and keyed by
-    their names; with 0.1.0's `cluster` and `labels` as well while a pod reads them."""
+    their names; in release 0.1.0's layout, MX_CONFIG's shared parts as `cluster` and
+    `labels` (see `Job.legacy_keys`)."""
     labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: job.name}
     meta = _metadata(job, config_map_name(job.name), labels, {})
-    data = job.shared | {e["name"]: e["value"] for e in _dmlc_env(job.name, job.spec)}
-    data["DMLC_USE_KUBERNETES"] = "1"
+    data: dict[str, str] = {}
+    if job.named_keys:
+        data |= job.shared | {e["name"]: e["value"] for e in _dmlc_env(job.name, job.spec)}
+        data["DMLC_USE_KUBERNETES"] = "1"
     if job.legacy_keys:
         data |= {key: job.shared[variable] for variable, key in SHARED_PARTS}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}

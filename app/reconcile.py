@@ -46,7 +46,7 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
         spec,
         gang.declared(request.children),
         config_map=envelope.CONFIG_MAP in request.children,
-        legacy_keys=builders.legacy_pods(pods, name),
+        observed=builders.readers(pods, name),
     )
     attempts = observe(pods, name)
     recorded = recorded_attempts(request.observed(envelope.SERVICE), name)

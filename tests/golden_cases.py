@@ -107,19 +107,12 @@ def released_0_1_0(answer: dict[str, Any]) -> dict[str, Any]:
     for child in out["children"]:
         if child["kind"] == "ConfigMap":
             data = child["data"]
-            child["data"] = {
-                "cluster": data["MX_CONFIG_CLUSTER"],
-                "labels": data["MX_CONFIG_LABELS"],
-            }
+            child["data"] = {k: data.get(k, data.get(v)) for v, k in LEGACY_KEY.items()}
     for child in out["children"]:
         if child["kind"] != "Pod":
             continue
         for container in child["spec"]["containers"]:
-            if "envFrom" not in container:  # read key by key: 0.1.0's form but for the keys
-                for var in container["env"][:2]:
-                    ref = var["valueFrom"]["configMapKeyRef"]
-                    # (the pods' env entries may be one object: rename each once)
-                    ref["key"] = LEGACY_KEY.get(ref["key"], ref["key"])
+            if "envFrom" not in container:  # already 0.1.0's form
                 continue
             *theirs, ours = container.pop("envFrom")
             if theirs:
@@ -160,8 +153,7 @@ def _released_life(
 @case
 def released_job_running() -> Case:
     """A job started by release 0.1.0 (its pods read the ConfigMap's keys `cluster` and
-    `labels`) synced by this version: every pod kept, the ConfigMap gains the new keys and
-    keeps the old ones."""
+    `labels`) synced by this version: every pod and the ConfigMap kept as they are."""
     parent, answer, _ = _released_life({}, _all(RUNNING))
     req, _ = s.step(parent, answer, _all(RUNNING), s.later(90), CONFIG_MAPS)
     return req, s.later(90)
@@ -169,9 +161,9 @@ def released_job_running() -> Case:
 
 @case
 def released_job_worker_replaced() -> Case:
-    """A job started by release 0.1.0 whose worker was killed under this version: the
-    replacement reads each job-wide variable by its own key (no `envFrom`, which would also
-    import `cluster` and `labels`), the ConfigMap keeps the old keys for the other pods."""
+    """A job started by release 0.1.0 whose worker was killed under this version: the job
+    keeps that release's layout while its pods read `cluster` and `labels`, so the
+    replacement is made as 0.1.0 made it (`envFrom` would import those keys as variables)."""
     parent, released, _ = _released_life({}, _all(RUNNING), parent=_with({}))
     _, answer = s.step(parent, released, WORKER_1_KILLED, s.later(90), CONFIG_MAPS)
     replaced = WORKER_1_KILLED | {"mnist-worker-1-r1": RUNNING}

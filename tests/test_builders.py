@@ -372,13 +372,54 @@ def test_config_map_holds_every_job_wide_variable_by_name() -> None:
     assert tuple(builders.config_map(j)["data"]) == builders.JOB_ENV
 
 
-def test_while_a_0_1_0_pod_reads_the_old_keys_they_stay_and_new_pods_read_key_by_key() -> None:
-    j = builders.job_context(
-        "mnist", "team-a", parse("mnist", train_spec(1, 2)), None, True, legacy_keys=True
-    )
+def _released_pod(key: str, name: str = "mnist-mx-config") -> dict[str, Any]:
+    ref = {"configMapKeyRef": {"name": name, "key": key}}
+    env = [{"name": "MX_CONFIG_CLUSTER", "valueFrom": ref}, {"name": "MX_CONFIG", "value": "x"}]
+    return {"spec": {"containers": [{"name": "mxnet", "env": env}]}}
+
+
+def _current_pod(name: str = "mnist-mx-config") -> dict[str, Any]:
+    env_from = [{"configMapRef": {"name": "mine"}}, {"configMapRef": {"name": name}}]
+    return {"spec": {"containers": [{"name": "side"}, {"name": "mxnet", "envFrom": env_from}]}}
+
+
+NONE = builders.Readers()
+OLD, WHOLE = builders.Readers(old_keys=True), builders.Readers(env_from=True)
+BOTH = builders.Readers(old_keys=True, env_from=True)
+ODD_CONTAINERS = [None, {"env": [None, {"valueFrom": 1}], "envFrom": [None, {"configMapRef": 1}]}]
+ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
+
+
+@pytest.mark.parametrize(
+    ("pods", "found"),
+    [
+        ([_released_pod("cluster")], OLD),
+        ([_released_pod("labels")], OLD),
+        ([_current_pod()], WHOLE),
+        ([_current_pod(), _released_pod("cluster")], BOTH),
+        ([_current_pod("other"), _released_pod("cluster", "other")], NONE),
+        ([_released_pod("MX_CONFIG_CLUSTER")], NONE),
+        ([], NONE),
+        # Whatever Metacontroller sends, the hook does not fail on it.
+        ([None, {"spec": None}, {"spec": {"containers": ODD_CONTAINERS}}], NONE),
+        ([{"spec": {"containers": [{"env": [{"valueFrom": ODD_REF}]}]}}], NONE),
+    ],
+)
+def test_readers_says_how_pods_read_the_config_map(
+    pods: list[Any], found: builders.Readers
+) -> None:
+    assert builders.readers(pods, "mnist") == found
+
+
+def _job_read(observed: builders.Readers) -> builders.Job:
+    spec = parse("mnist", train_spec(1, 2))
+    return builders.job_context("mnist", "team-a", spec, None, True, observed)
+
+
+def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> None:
+    j = _job_read(OLD)
     data = builders.config_map(j)["data"]
-    assert list(data)[-2:] == ["cluster", "labels"]
-    assert data["cluster"] == data["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
+    assert data == {"cluster": CLUSTER_1_2, "labels": '{"scheduler":"","server":"","worker":""}'}
     container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert "envFrom" not in container
     assert [e["name"] for e in container["env"]] == [
@@ -394,68 +435,23 @@ def test_while_a_0_1_0_pod_reads_the_old_keys_they_stay_and_new_pods_read_key_by
         "DMLC_WORKER_ID",
     ]
     assert container["env"][0]["valueFrom"] == {
-        "configMapKeyRef": {"name": "mnist-mx-config", "key": "MX_CONFIG_CLUSTER"}
+        "configMapKeyRef": {"name": "mnist-mx-config", "key": "cluster"}
     }
     # It reads what a pod of the same job reads through `envFrom`, with no stray variable.
-    plain = builders.job_context("mnist", "team-a", parse("mnist", train_spec(1, 2)), None, True)
-    maps = {"mnist-mx-config": builders.config_map(j)}
-    assert kubeenv.resolve(container, maps) == kubeenv.resolve(
-        builders.pod(plain, W, 1, 0, 0)["spec"]["containers"][0],
-        {"mnist-mx-config": builders.config_map(plain)},
+    plain = _job_read(NONE)
+    plain_container = builders.pod(plain, W, 1, 0, 0)["spec"]["containers"][0]
+    assert kubeenv.resolve(container, {"mnist-mx-config": builders.config_map(j)}) == (
+        kubeenv.resolve(plain_container, {"mnist-mx-config": builders.config_map(plain)})
     )
 
 
-def _released_pod(key: str, name: str = "mnist-mx-config") -> dict[str, Any]:
-    ref = {"configMapKeyRef": {"name": name, "key": key}}
-    env = [{"name": "MX_CONFIG_CLUSTER", "valueFrom": ref}, {"name": "MX_CONFIG", "value": "x"}]
-    return {"spec": {"containers": [{"name": "mxnet", "env": env}]}}
-
-
-@pytest.mark.parametrize(
-    ("pods", "legacy"),
-    [
-        ([_released_pod("cluster")], True),
-        ([_released_pod("labels")], True),
-        ([{"spec": {"containers": [{"name": "mxnet", "env": [], "envFrom": []}]}}], False),
-        ([_released_pod("MX_CONFIG_CLUSTER")], False),
-        ([_released_pod("cluster", name="other-mx-config")], False),
-        ([], False),
-        # Whatever Metacontroller sends, the hook does not fail on it.
-        (
-            [
-                None,
-                {"spec": None},
-                {"spec": {"containers": [None, {"env": [None, {"valueFrom": 1}]}]}},
-            ],
-            False,
-        ),
-        (
-            [
-                {
-                    "spec": {
-                        "containers": [
-                            {
-                                "env": [
-                                    {
-                                        "valueFrom": {
-                                            "configMapKeyRef": {
-                                                "name": "mnist-mx-config",
-                                                "key": [],
-                                            }
-                                        }
-                                    }
-                                ]
-                            }
-                        ]
-                    }
-                }
-            ],
-            False,
-        ),
-    ],
-)
-def test_legacy_pods_are_those_that_read_0_1_0s_keys(pods: list[Any], legacy: bool) -> None:
-    assert builders.legacy_pods(pods, "mnist") is legacy
+def test_pods_of_both_layouts_each_find_their_keys() -> None:
+    """A job with pods of both layouts (hooks of both versions answered it, as during a
+    rolling upgrade): the ConfigMap holds both sets of keys."""
+    data = builders.config_map(_job_read(BOTH))["data"]
+    assert tuple(data) == (*builders.JOB_ENV, "cluster", "labels")
+    assert data["cluster"] == data["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
+    assert builders.config_map(_job_read(WHOLE)) == builders.config_map(_job_read(NONE))
 
 
 def test_user_variables_named_like_ours_are_replaced() -> None:

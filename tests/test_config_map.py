@@ -24,8 +24,8 @@ def env_form(pod: dict[str, Any]) -> str:
     first = container["env"][0]
     if first["name"] == "MX_CONFIG":
         return "inline"
-    key = first["valueFrom"]["configMapKeyRef"]["key"]
-    return "0.1.0" if key == "cluster" else "by key"
+    assert first["valueFrom"]["configMapKeyRef"]["key"] == "cluster"
+    return "0.1.0"
 
 
 def process_env(cluster: SimCluster, pod: str) -> dict[str, str]:
@@ -110,7 +110,7 @@ def test_a_job_of_release_0_1_0_keeps_its_pods_and_their_keys() -> None:
     assert cluster.deleted == []
     assert {n: env_form(p) for n, p in cluster.pods().items()} == dict.fromkeys(ALL, "0.1.0")
     data = cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
-    assert set(data) == {*builders.JOB_ENV, "cluster", "labels"}
+    assert set(data) == {"cluster", "labels"}
     # A container that restarts in one of its pods finds its keys, and reads the same.
     assert {name: process_env(cluster, name) for name in ALL} == released
     assert cluster.true_conditions() == {"Created": "MXJobCreated", "Running": "MXJobRunning"}
@@ -120,9 +120,9 @@ def test_a_job_of_release_0_1_0_keeps_its_pods_and_their_keys() -> None:
     cluster.run("mnist-worker-1-r1")
     cluster.sync(after=5)
     assert cluster.deleted == ["Pod.v1/mnist-worker-1"]
-    # The replacement reads each variable by its own key: `envFrom` would also bring
-    # `cluster` and `labels` in as variables while the ConfigMap keeps them.
-    assert env_form(cluster.pods()["mnist-worker-1-r1"]) == "by key"
+    # The replacement is made as 0.1.0 made it: `envFrom` would also bring `cluster` and
+    # `labels` in as variables while the ConfigMap keeps them.
+    assert env_form(cluster.pods()["mnist-worker-1-r1"]) == "0.1.0"
     assert process_env(cluster, "mnist-worker-1-r1") == released["mnist-worker-1"]
     assert {name: process_env(cluster, name) for name in ALL if name != "mnist-worker-1"} == {
         name: env for name, env in released.items() if name != "mnist-worker-1"
