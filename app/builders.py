@@ -149,10 +149,12 @@ def readers(pods: Iterable[Any], name: str) -> Readers:
     for container in (c for pod in pods for c in _containers(pod)):
         if not isinstance(container, dict):
             continue
-        old_keys = old_keys or _reads_old_keys(container.get("env"), wanted)
-        env_from = env_from or _reads_whole(container.get("envFrom"), wanted)
-        if old_keys and env_from:
-            break
+        # A container of this version's layout has no key reference to look for: its
+        # `envFrom` is a list of one or two, its `env` would be a scan.
+        if _reads_whole(container.get("envFrom"), wanted):
+            env_from = True
+        elif not old_keys:
+            old_keys = _reads_old_keys(container.get("env"), wanted)
     return Readers(old_keys, env_from)
 
 
