@@ -1,7 +1,7 @@
 """Desired children: one pod and one headless Service per replica index."""
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,9 +13,22 @@ PORT_NAME = "mxjob-port"
 DEFAULT_PORT = 9091
 TUNER_SERVER_KEY = "tuner-server-key"
 CONTROLLER_UID = "controller-uid"
-# MX_CONFIG's shared parts, O(replicas) each: the ConfigMap's keys and the variables that
-# take them into every container, ahead of the MX_CONFIG that refers to them.
+# MX_CONFIG's shared parts, O(replicas) each: the variables that carry them into every
+# container, ahead of the MX_CONFIG that refers to them, and the ConfigMap keys release
+# 0.1.0 stored them under (its pods read those keys through configMapKeyRef).
 SHARED_PARTS = (("MX_CONFIG_CLUSTER", "cluster"), ("MX_CONFIG_LABELS", "labels"))
+LEGACY_KEYS = tuple(key for _, key in SHARED_PARTS)
+# The variables every container of a job reads with the same value. The job's ConfigMap
+# holds exactly these keys, and a container imports them all through one `envFrom`; a
+# pod's own `env` carries only MX_CONFIG's short text, DMLC_ROLE and DMLC_WORKER_ID.
+JOB_ENV = (
+    *(variable for variable, _ in SHARED_PARTS),
+    "DMLC_PS_ROOT_URI",
+    "DMLC_PS_ROOT_PORT",
+    "DMLC_NUM_SERVER",
+    "DMLC_NUM_WORKER",
+    "DMLC_USE_KUBERNETES",
+)
 RESERVED_ENV = (
     *(variable for variable, _ in SHARED_PARTS),
     "MX_CONFIG",
@@ -38,13 +51,15 @@ class Kind:
     rtype: ReplicaType
     # MX_CONFIG before and after the pod's replica index.
     mx_config: tuple[str, str]
+    # DMLC_ROLE, and DMLC_USE_KUBERNETES where no ConfigMap carries it.
     role_env: tuple[dict[str, str], ...]
     # Template labels with ours; the replica index and attempt are filled in per pod.
     labels: dict[str, str]
     annotations: dict[str, str]
     # The template's pod spec with ours; containers are filled in per pod.
     spec: dict[str, Any]
-    # Each container with our ports, and the template's own variables that it keeps.
+    # Each container with our ports and `envFrom`, and the template's own variables that it
+    # keeps.
     containers: tuple[tuple[dict[str, Any], list[Any]], ...]
     service_ports: tuple[dict[str, Any], ...]
 
@@ -56,16 +71,37 @@ class Job:
     name: str
     namespace: str | None
     spec: MXJobSpec
-    # The cluster and labels maps as compact JSON with sorted keys, as MX_CONFIG has them.
+    # The cluster and labels maps as compact JSON with sorted keys, as MX_CONFIG has them,
+    # keyed by the variables that carry them.
     shared: dict[str, str]
-    # Our variables ahead of each container's own, up to MX_CONFIG.
+    # Our variables ahead of each container's own, up to MX_CONFIG: none with `envFrom`.
     head_env: tuple[dict[str, Any], ...]
+    # The job-wide DMLC_* variables written into each pod's env: none with `envFrom`.
     dmlc_env: tuple[dict[str, str], ...]
     kinds: Mapping[ReplicaType, Kind]
     gang: GangScheduler | None = None
-    # True when the controller declares ConfigMap children: MX_CONFIG's shared parts then
-    # live in the job's ConfigMap, and each pod carries only its own few bytes.
+    # True when the controller declares ConfigMap children: MX_CONFIG's shared parts and
+    # the job-wide variables then live in the job's ConfigMap, and each pod carries only its
+    # own few bytes.
     config_map: bool = False
+    # True while an observed pod, created by release 0.1.0, reads the ConfigMap's keys
+    # `cluster` and `labels`: the job keeps that release's layout (those two keys, and new
+    # pods that read them key by key with every DMLC_* variable in their env), since an
+    # `envFrom` of the same ConfigMap would import the two keys as variables too.
+    legacy_keys: bool = False
+    # Whether the ConfigMap holds the variables under their own names: always but in the
+    # layout above, and there too while an observed pod takes them in through `envFrom`.
+    named_keys: bool = True
+
+
+@dataclass(frozen=True)
+class Readers:
+    """How the job's observed pods read its ConfigMap (`readers` finds out)."""
+
+    # By release 0.1.0's keys `cluster` and `labels` (`configMapKeyRef`).
+    old_keys: bool = False
+    # Whole, through `envFrom`, as this version makes them.
+    env_from: bool = False
 
 
 def job_context(
@@ -74,17 +110,84 @@ def job_context(
     spec: MXJobSpec,
     scheduler: GangScheduler | None = None,
     config_map: bool = False,
+    observed: Readers = Readers(),
 ) -> Job:
+    """What every child of the job shares. `config_map`: the controller declares ConfigMap
+    children; `observed`: how the job's observed pods read the ConfigMap."""
+    legacy = config_map and observed.old_keys
     shared = _shared_parts(name, spec)
     head = _mx_config_head(shared, config_map)
-    kinds = {t: _kind(name, t, r, head) for t, r in spec.mxReplicaSpecs.items()}
-    head_env = _shared_env(name) if config_map else ()
+    # One `envFrom` of the job's ConfigMap, after the template's own sources (among
+    # `envFrom` sources a later one wins, so none of the user's overrides ours).
+    env_from = (
+        {"configMapRef": {"name": config_map_name(name)}} if config_map and not legacy else None
+    )
+    kinds = {t: _kind(name, t, r, head, env_from) for t, r in spec.mxReplicaSpecs.items()}
+    head_env = _shared_env(name) if legacy else ()
+    dmlc_env = () if env_from else _dmlc_env(name, spec)
     return Job(
-        name, namespace, spec, shared, head_env, _dmlc_env(name, spec), kinds, scheduler, config_map
+        name,
+        namespace,
+        spec,
+        shared,
+        head_env,
+        dmlc_env,
+        kinds,
+        scheduler,
+        config_map,
+        legacy_keys=legacy,
+        named_keys=not legacy or observed.env_from,
     )
 
 
-def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kind:
+def readers(pods: Iterable[Any], name: str) -> Readers:
+    """How these observed pods read the job's ConfigMap. Pods are never updated
+    (OnDelete), so a pod keeps its env for life, and a container that restarts in it must
+    still find what it reads."""
+    wanted = config_map_name(name)
+    old_keys = env_from = False
+    for container in (c for pod in pods for c in _containers(pod)):
+        if not isinstance(container, dict):
+            continue
+        # A container of this version's layout has no key reference to look for: its
+        # `envFrom` is a list of one or two, its `env` would be a scan.
+        if _reads_whole(container.get("envFrom"), wanted):
+            env_from = True
+        elif not old_keys:
+            old_keys = _reads_old_keys(container.get("env"), wanted)
+    return Readers(old_keys, env_from)
+
+
+def _containers(pod: Any) -> list[Any]:
+    spec = pod.get("spec") if isinstance(pod, dict) else None
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    return containers if isinstance(containers, list) else []
+
+
+def _reads_old_keys(env: Any, config_map: str) -> bool:
+    for var in env if isinstance(env, list) else ():
+        source = var.get("valueFrom") if isinstance(var, dict) else None
+        ref = source.get("configMapKeyRef") if isinstance(source, dict) else None
+        if isinstance(ref, dict) and ref.get("name") == config_map:
+            return ref.get("key") in LEGACY_KEYS
+    return False
+
+
+def _reads_whole(env_from: Any, config_map: str) -> bool:
+    for source in env_from if isinstance(env_from, list) else ():
+        ref = source.get("configMapRef") if isinstance(source, dict) else None
+        if isinstance(ref, dict) and ref.get("name") == config_map:
+            return True
+    return False
+
+
+def _kind(
+    name: str,
+    rtype: ReplicaType,
+    replica: ReplicaSpec,
+    head: str,
+    env_from: dict[str, Any] | None,
+) -> Kind:
     template = replica.template
     meta = template.get("metadata") or {}
     # Placeholders keep each key where the per-pod value will go, so the order is the same.
@@ -92,15 +195,15 @@ def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kin
     if rtype is ReplicaType.SERVER:
         ours[names.LABEL_ROLE] = "master"
     ours[names.LABEL_ATTEMPT] = ""
-    containers = tuple(_container_base(c) for c in template["spec"]["containers"])
+    containers = tuple(_container_base(c, env_from) for c in template["spec"]["containers"])
     main = next(c for c, _ in containers if c.get("name") == names.MAIN_CONTAINER)
+    role: tuple[dict[str, str], ...] = ({"name": "DMLC_ROLE", "value": rtype.lowered},)
+    if env_from is None:
+        role += ({"name": "DMLC_USE_KUBERNETES", "value": "1"},)
     return Kind(
         rtype=rtype,
         mx_config=(f'{head}"task":{{"index":', f',"type":"{rtype.lowered}"}}}}'),
-        role_env=(
-            {"name": "DMLC_ROLE", "value": rtype.lowered},
-            {"name": "DMLC_USE_KUBERNETES", "value": "1"},
-        ),
+        role_env=role,
         labels=_template_labels(meta) | ours,
         # The restart count is the operator's bookkeeping: a template must not preset it.
         annotations={
@@ -147,14 +250,14 @@ def _compact(value: Any) -> str:
 
 
 def _shared_parts(name: str, spec: MXJobSpec) -> dict[str, str]:
-    """MX_CONFIG's `cluster` and `labels` values, keyed as in the ConfigMap."""
+    """MX_CONFIG's `cluster` and `labels` values, keyed by the variables that carry them."""
     cluster = {
         t.lowered: [{"port": port, "url": names.child_name(name, t, i)} for i in range(r.replicas)]
         for t, r in spec.mxReplicaSpecs.items()
         for port in (main_port(r),)
     }
     labels = {t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()}
-    return {"cluster": _compact(cluster), "labels": _compact(labels)}
+    return {"MX_CONFIG_CLUSTER": _compact(cluster), "MX_CONFIG_LABELS": _compact(labels)}
 
 
 def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
@@ -162,7 +265,8 @@ def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
     shared parts themselves, or `$(VAR)` references the kubelet replaces with them. Either
     way the process reads the same bytes; nothing else in the text has a `$` to escape."""
     parts = {
-        key: f"$({variable})" if by_reference else shared[key] for variable, key in SHARED_PARTS
+        key: f"$({variable})" if by_reference else shared[variable]
+        for variable, key in SHARED_PARTS
     }
     return f'{{"cluster":{parts["cluster"]},"labels":{parts["labels"]},'
 
@@ -198,6 +302,7 @@ def config_map_name(job: str) -> str:
 
 
 def _shared_env(name: str) -> tuple[dict[str, Any], ...]:
+    """MX_CONFIG's shared parts read key by key, as release 0.1.0 wrote them."""
     return tuple(
         {
             "name": variable,
@@ -208,10 +313,19 @@ def _shared_env(name: str) -> tuple[dict[str, Any], ...]:
 
 
 def config_map(job: Job) -> dict[str, Any]:
-    """The job's ConfigMap: MX_CONFIG's parts that every pod shares, stored once."""
+    """The job's ConfigMap: the variables every container of the job reads with the same
+    value (MX_CONFIG's shared parts and the job-wide DMLC_* ones), stored once and keyed by
+    their names; in release 0.1.0's layout, MX_CONFIG's shared parts as `cluster` and
+    `labels` (see `Job.legacy_keys`)."""
     labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: job.name}
     meta = _metadata(job, config_map_name(job.name), labels, {})
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(job.shared)}
+    data: dict[str, str] = {}
+    if job.named_keys:
+        data |= job.shared | {e["name"]: e["value"] for e in _dmlc_env(job.name, job.spec)}
+        data["DMLC_USE_KUBERNETES"] = "1"
+    if job.legacy_keys:
+        data |= {key: job.shared[variable] for variable, key in SHARED_PARTS}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
 
 def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
@@ -226,6 +340,7 @@ def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
 
 
 def _env(job: Job, kind: Kind, index: int) -> list[dict[str, Any]]:
+    """Our variables, ahead of the container's own (which may refer to them)."""
     before, after = kind.mx_config
     env: list[dict[str, Any]] = [
         *job.head_env,
@@ -238,13 +353,18 @@ def _env(job: Job, kind: Kind, index: int) -> list[dict[str, Any]]:
     return env
 
 
-def _container_base(container: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """A container with our port and an empty `env` where ours go, and the template's
-    variables that follow ours."""
+def _container_base(
+    container: dict[str, Any], env_from: dict[str, Any] | None
+) -> tuple[dict[str, Any], list[Any]]:
+    """A container with our port, our `envFrom` source after its own, and an empty `env`
+    where ours go, and the template's variables that follow ours."""
     # A reserved name from the template goes even where we set none (DMLC_WORKER_ID off
-    # the workers): only the operator says what those variables are.
+    # the workers): only the operator says what those variables are. So no explicit `env`
+    # of the user's overrides the variables our `envFrom` brings (`env` beats `envFrom`).
     theirs = [e for e in container.get("env") or [] if e.get("name") not in _RESERVED]
     out = container | {"env": []}
+    if env_from is not None:
+        out["envFrom"] = [*(container.get("envFrom") or []), env_from]
     if container.get("name") == names.MAIN_CONTAINER:
         ports = container.get("ports") or []
         if not any(p.get("name") == PORT_NAME for p in ports):

@@ -8,10 +8,14 @@ What it does not model: `fieldRef`, `resourceFieldRef` and `secretKeyRef` source
 `envFrom` Secrets; a container that uses them is refused with EnvError naming the variable.
 """
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 _OPERATOR, _OPENER, _CLOSER = ord("$"), ord("("), ord(")")
+# A variable name as kubelet v1.32 takes it (RelaxedEnvironmentVariableValidation): printable
+# ASCII without `=`.
+_ENV_NAME = re.compile(r"[ -<>-~]+")
 
 
 class EnvError(Exception):
@@ -66,7 +70,9 @@ def resolve(
     `envFrom` ConfigMaps, then `env` in order (a later entry of the same name wins), then
     the service variables it does not set. `config_maps` maps a ConfigMap's name to the
     ConfigMap (its `data` is read); `service_env` are the Docker-link style variables of
-    the namespace's Services (none for headless Services, the only ones the hook makes)."""
+    the namespace's Services (none for headless Services, the only ones the hook makes).
+    Among `envFrom` sources a later one wins; an `env` entry beats them all. A missing key
+    of an `envFrom` ConfigMap is no error: the variable is just not there."""
     services = dict(service_env or {})
     env: dict[str, str] = {}
     for source in container.get("envFrom") or []:
@@ -120,4 +126,7 @@ def _from_config_map(
             return {}
         raise EnvError(f'envFrom: configmap "{ref.get("name")}" not found')
     prefix = source.get("prefix") or ""
-    return {prefix + k: str(v) for k, v in (config_map.get("data") or {}).items()}
+    # A key that is not a variable name once prefixed is skipped (the kubelet records an
+    # InvalidEnvironmentVariableNames event and starts the container without it).
+    named = ((prefix + k, v) for k, v in (config_map.get("data") or {}).items())
+    return {k: str(v) for k, v in named if _ENV_NAME.fullmatch(k)}

@@ -39,14 +39,15 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
         return _invalid(request, previous, err, has_children, now)
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = _without(previous, conditions.INVALID_SPEC)
+    pods = request.observed(envelope.POD)
     job = builders.job_context(
         name,
         parent.metadata.namespace,
         spec,
         gang.declared(request.children),
         config_map=envelope.CONFIG_MAP in request.children,
+        observed=builders.readers(pods, name),
     )
-    pods = request.observed(envelope.POD)
     attempts = observe(pods, name)
     recorded = recorded_attempts(request.observed(envelope.SERVICE), name)
     replicas = replicas_of(spec, attempts, recorded)

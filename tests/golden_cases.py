@@ -95,6 +95,93 @@ def upgraded_job_running() -> Case:
     return req, s.later(90)
 
 
+LEGACY_KEY = {"MX_CONFIG_CLUSTER": "cluster", "MX_CONFIG_LABELS": "labels"}
+
+
+def released_0_1_0(answer: dict[str, Any]) -> dict[str, Any]:
+    """`answer` as release 0.1.0 gave it: the job's ConfigMap with the keys `cluster` and
+    `labels` only, and every pod container reading them through `configMapKeyRef`, ahead of
+    MX_CONFIG and every DMLC_* variable in its own env (that release's layout)."""
+    out = copy.deepcopy(answer)
+    data: dict[str, str] = {}
+    for child in out["children"]:
+        if child["kind"] == "ConfigMap":
+            data = child["data"]
+            child["data"] = {k: data.get(k, data.get(v)) for v, k in LEGACY_KEY.items()}
+    for child in out["children"]:
+        if child["kind"] != "Pod":
+            continue
+        for container in child["spec"]["containers"]:
+            if "envFrom" not in container:  # already 0.1.0's form
+                continue
+            *theirs, ours = container.pop("envFrom")
+            if theirs:
+                container["envFrom"] = theirs
+            config_map = ours["configMapRef"]["name"]
+            mx_config, role, *rest = container["env"]
+            head = [
+                {"name": v, "valueFrom": {"configMapKeyRef": {"name": config_map, "key": k}}}
+                for v, k in LEGACY_KEY.items()
+            ]
+            job_wide = (
+                "DMLC_PS_ROOT_URI",
+                "DMLC_PS_ROOT_PORT",
+                "DMLC_NUM_SERVER",
+                "DMLC_NUM_WORKER",
+            )
+            dmlc = [{"name": n, "value": data[n]} for n in job_wide]
+            kube = {"name": "DMLC_USE_KUBERNETES", "value": "1"}
+            container["env"] = [*head, mx_config, *dmlc, role, kube, *rest]
+    return out
+
+
+def _released_life(
+    *phases: dict[str, dict[str, Any]], parent: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any], datetime]:
+    """A job's life under release 0.1.0 (its answers as `released_0_1_0` makes them): the
+    last request, its answer as 0.1.0 gave it, and its time."""
+    parent = parent or _train()
+    at = s.NOW
+    answer = released_0_1_0(sync(s.request(parent, others=_none(CONFIG_MAPS)), at))
+    for n, observed in enumerate(phases, start=1):
+        at = s.later(30 * n)
+        _, answer = s.step(parent, answer, observed, at, CONFIG_MAPS)
+        answer = released_0_1_0(answer)
+    return parent, answer, at
+
+
+@case
+def released_job_running() -> Case:
+    """A job started by release 0.1.0 (its pods read the ConfigMap's keys `cluster` and
+    `labels`) synced by this version: every pod and the ConfigMap kept as they are."""
+    parent, answer, _ = _released_life({}, _all(RUNNING))
+    req, _ = s.step(parent, answer, _all(RUNNING), s.later(90), CONFIG_MAPS)
+    return req, s.later(90)
+
+
+@case
+def released_job_worker_replaced() -> Case:
+    """A job started by release 0.1.0 whose worker was killed under this version: the job
+    keeps that release's layout while its pods read `cluster` and `labels`, so the
+    replacement is made as 0.1.0 made it (`envFrom` would import those keys as variables)."""
+    parent, released, _ = _released_life({}, _all(RUNNING), parent=_with({}))
+    _, answer = s.step(parent, released, WORKER_1_KILLED, s.later(90), CONFIG_MAPS)
+    replaced = WORKER_1_KILLED | {"mnist-worker-1-r1": RUNNING}
+    req, _ = s.step(parent, _pods_kept(answer, released), replaced, s.later(120), CONFIG_MAPS)
+    return req, s.later(120)
+
+
+def _pods_kept(answer: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """`answer` with each pod that `before` already had as it was then: pods are never
+    updated (OnDelete), so a pod 0.1.0 created keeps 0.1.0's env."""
+    existing = {c["metadata"]["name"]: c for c in before["children"] if c["kind"] == "Pod"}
+    children = [
+        existing.get(c["metadata"]["name"], c) if c["kind"] == "Pod" else c
+        for c in answer["children"]
+    ]
+    return answer | {"children": children}
+
+
 @case
 def pods_pending() -> Case:
     return _life({})

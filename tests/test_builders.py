@@ -249,10 +249,18 @@ def test_tuner_labels_from_annotation_or_legacy_field() -> None:
 # What each container's process read before MX_CONFIG's shared parts moved to a ConfigMap,
 # recorded from the previous version's answers: every golden case, example and legacy manifest.
 BEFORE = json.loads((ROOT / "tests" / "fixtures" / "env-before-configmap.json").read_text())
-# Cases added with the ConfigMap: the same job and phases as a recorded one.
+# Every variable each container's process read under release 0.1.0's layout (the ConfigMap's
+# keys `cluster` and `labels` read through configMapKeyRef, every DMLC_* variable in the
+# pod), recorded from that code's answers, sorted by name: the kubelet hands a process its
+# variables in no set order (it gathers them in a map), so the order is not part of what a
+# process reads.
+RELEASED = json.loads((ROOT / "tests" / "fixtures" / "env-0.1.0.json").read_text())
+# Cases added since a recording: the same job and phases as a recorded one.
 SAME_AS = {
     "golden/inline-mx-config-running": "golden/all-running",
     "golden/upgraded-job-running": "golden/all-running",
+    "golden/released-job-running": "golden/all-running",
+    "golden/released-job-worker-replaced": "golden/worker-replacement-running",
     # Edits of the running job (all-running's pods), kept exactly while the spec is invalid.
     "golden/invalid-spec-running-job-still-invalid": "golden/invalid-spec-running-job",
     "golden/invalid-spec-running-job-fixed": "golden/invalid-spec-running-job",
@@ -261,16 +269,16 @@ SAME_AS = {
 SHARED = {variable for variable, _ in builders.SHARED_PARTS}
 
 
-def process_env(children: list[dict[str, Any]]) -> dict[str, list[list[str]]]:
-    """Each pod container's environment as its process starts with it, in order, without
-    the variables that only carry MX_CONFIG's shared parts."""
+def process_env(children: list[dict[str, Any]], shared: bool = True) -> dict[str, list[list[str]]]:
+    """Each pod container's environment as its process starts with it, sorted by name; with
+    `shared` False, without the variables that only carry MX_CONFIG's shared parts."""
     config_maps = {c["metadata"]["name"]: c for c in children if c["kind"] == "ConfigMap"}
     out = {}
     for pod in (c for c in children if c["kind"] == "Pod"):
         for each in pod["spec"]["containers"]:
             env = kubeenv.resolve(each, config_maps)
             key = f"{pod['metadata']['name']}/{each['name']}"
-            out[key] = [[k, v] for k, v in env.items() if k not in SHARED]
+            out[key] = sorted([k, v] for k, v in env.items() if shared or k not in SHARED)
     return out
 
 
@@ -296,12 +304,16 @@ def test_processes_read_the_same_environment_as_before(
     source: str, children: list[dict[str, Any]]
 ) -> None:
     # Sources with no pod in their answer recorded nothing.
-    assert process_env(children) == BEFORE.get(SAME_AS.get(source, source), {})
+    released = RELEASED[source] if source in RELEASED else RELEASED.get(SAME_AS.get(source), {})
+    assert process_env(children) == released
+    before = {k: sorted(v) for k, v in BEFORE.get(SAME_AS.get(source, source), {}).items()}
+    assert process_env(children, shared=False) == before
 
 
 def test_every_recorded_source_is_checked() -> None:
     checked = {f"golden/{name}" for name in CASES} | {str(p.relative_to(ROOT)) for p in MANIFESTS}
     assert set(BEFORE) <= checked
+    assert set(RELEASED) <= checked
 
 
 def test_without_a_configmap_type_mx_config_stays_inline() -> None:
@@ -313,22 +325,27 @@ def test_without_a_configmap_type_mx_config_stays_inline() -> None:
 
 def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
     j = builders.job_context("mnist", "team-a", parse("mnist", train_spec()), None, True)
-    env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
-    assert env[:2] == [
+    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    assert container["envFrom"] == [{"configMapRef": {"name": "mnist-mx-config"}}]
+    assert container["env"] == [
         {
-            "name": variable,
-            "valueFrom": {"configMapKeyRef": {"name": "mnist-mx-config", "key": key}},
-        }
-        for variable, key in builders.SHARED_PARTS
+            "name": "MX_CONFIG",
+            "value": '{"cluster":$(MX_CONFIG_CLUSTER),"labels":$(MX_CONFIG_LABELS),'
+            '"task":{"index":1,"type":"worker"}}',
+        },
+        {"name": "DMLC_ROLE", "value": "worker"},
+        {"name": "DMLC_WORKER_ID", "value": "1"},
     ]
-    assert env[2] == {
-        "name": "MX_CONFIG",
-        "value": '{"cluster":$(MX_CONFIG_CLUSTER),"labels":$(MX_CONFIG_LABELS),'
-        '"task":{"index":1,"type":"worker"}}',
-    }
 
 
-def test_config_map_holds_the_shared_parts() -> None:
+CLUSTER_1_2 = (
+    '{"scheduler":[{"port":9091,"url":"mnist-scheduler-0"}],'
+    '"server":[{"port":9091,"url":"mnist-server-0"}],'
+    '"worker":[{"port":9091,"url":"mnist-worker-0"},{"port":9091,"url":"mnist-worker-1"}]}'
+)
+
+
+def test_config_map_holds_every_job_wide_variable_by_name() -> None:
     j = builders.job_context("mnist", "team-a", parse("mnist", train_spec(1, 2)), None, True)
     assert builders.config_map(j) == {
         "apiVersion": "v1",
@@ -342,20 +359,132 @@ def test_config_map_holds_the_shared_parts() -> None:
             },
         },
         "data": {
-            "cluster": '{"scheduler":[{"port":9091,"url":"mnist-scheduler-0"}],'
-            '"server":[{"port":9091,"url":"mnist-server-0"}],'
-            '"worker":[{"port":9091,"url":"mnist-worker-0"},{"port":9091,"url":"mnist-worker-1"}]}',
-            "labels": '{"scheduler":"","server":"","worker":""}',
+            "MX_CONFIG_CLUSTER": CLUSTER_1_2,
+            "MX_CONFIG_LABELS": '{"scheduler":"","server":"","worker":""}',
+            "DMLC_PS_ROOT_URI": "mnist-scheduler-0",
+            "DMLC_PS_ROOT_PORT": "9091",
+            "DMLC_NUM_SERVER": "1",
+            "DMLC_NUM_WORKER": "2",
+            "DMLC_USE_KUBERNETES": "1",
         },
     }
+    # Exactly the job-wide variables: `envFrom` imports every key as a variable.
+    assert tuple(builders.config_map(j)["data"]) == builders.JOB_ENV
 
 
-def test_user_variables_named_like_the_shared_parts_are_replaced() -> None:
+def _released_pod(key: str, name: str = "mnist-mx-config") -> dict[str, Any]:
+    ref = {"configMapKeyRef": {"name": name, "key": key}}
+    env = [{"name": "MX_CONFIG_CLUSTER", "valueFrom": ref}, {"name": "MX_CONFIG", "value": "x"}]
+    return {"spec": {"containers": [{"name": "mxnet", "env": env}]}}
+
+
+def _current_pod(name: str = "mnist-mx-config") -> dict[str, Any]:
+    env_from = [{"configMapRef": {"name": "mine"}}, {"configMapRef": {"name": name}}]
+    return {"spec": {"containers": [{"name": "side"}, {"name": "mxnet", "envFrom": env_from}]}}
+
+
+NONE = builders.Readers()
+OLD, WHOLE = builders.Readers(old_keys=True), builders.Readers(env_from=True)
+BOTH = builders.Readers(old_keys=True, env_from=True)
+ODD_CONTAINERS = [None, {"env": [None, {"valueFrom": 1}], "envFrom": [None, {"configMapRef": 1}]}]
+ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
+
+
+@pytest.mark.parametrize(
+    ("pods", "found"),
+    [
+        ([_released_pod("cluster")], OLD),
+        ([_released_pod("labels")], OLD),
+        ([_current_pod()], WHOLE),
+        ([_current_pod(), _released_pod("cluster")], BOTH),
+        ([_current_pod("other"), _released_pod("cluster", "other")], NONE),
+        ([_released_pod("MX_CONFIG_CLUSTER")], NONE),
+        ([], NONE),
+        # Whatever Metacontroller sends, the hook does not fail on it.
+        ([None, {"spec": None}, {"spec": {"containers": ODD_CONTAINERS}}], NONE),
+        ([{"spec": {"containers": [{"env": [{"valueFrom": ODD_REF}]}]}}], NONE),
+    ],
+)
+def test_readers_says_how_pods_read_the_config_map(
+    pods: list[Any], found: builders.Readers
+) -> None:
+    assert builders.readers(pods, "mnist") == found
+
+
+def _job_read(observed: builders.Readers) -> builders.Job:
+    spec = parse("mnist", train_spec(1, 2))
+    return builders.job_context("mnist", "team-a", spec, None, True, observed)
+
+
+def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> None:
+    j = _job_read(OLD)
+    data = builders.config_map(j)["data"]
+    assert data == {"cluster": CLUSTER_1_2, "labels": '{"scheduler":"","server":"","worker":""}'}
+    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    assert "envFrom" not in container
+    assert [e["name"] for e in container["env"]] == [
+        "MX_CONFIG_CLUSTER",
+        "MX_CONFIG_LABELS",
+        "MX_CONFIG",
+        "DMLC_PS_ROOT_URI",
+        "DMLC_PS_ROOT_PORT",
+        "DMLC_NUM_SERVER",
+        "DMLC_NUM_WORKER",
+        "DMLC_ROLE",
+        "DMLC_USE_KUBERNETES",
+        "DMLC_WORKER_ID",
+    ]
+    assert container["env"][0]["valueFrom"] == {
+        "configMapKeyRef": {"name": "mnist-mx-config", "key": "cluster"}
+    }
+    # It reads what a pod of the same job reads through `envFrom`, with no stray variable.
+    plain = _job_read(NONE)
+    plain_container = builders.pod(plain, W, 1, 0, 0)["spec"]["containers"][0]
+    assert kubeenv.resolve(container, {"mnist-mx-config": builders.config_map(j)}) == (
+        kubeenv.resolve(plain_container, {"mnist-mx-config": builders.config_map(plain)})
+    )
+
+
+def test_pods_of_both_layouts_each_find_their_keys() -> None:
+    """A job with pods of both layouts (hooks of both versions answered it, as during a
+    rolling upgrade): the ConfigMap holds both sets of keys."""
+    data = builders.config_map(_job_read(BOTH))["data"]
+    assert tuple(data) == (*builders.JOB_ENV, "cluster", "labels")
+    assert data["cluster"] == data["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
+    assert builders.config_map(_job_read(WHOLE)) == builders.config_map(_job_read(NONE))
+
+
+def test_user_variables_named_like_ours_are_replaced() -> None:
     spec = train_spec()
     user_env = [{"name": "MX_CONFIG_CLUSTER", "value": "mine"}, {"name": "KEEP", "value": "1"}]
+    user_env += [{"name": "DMLC_NUM_WORKER", "value": "99"}, {"name": "DMLC_ROLE", "value": "x"}]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
     j = builders.job_context("mnist", "team-a", parse("mnist", spec), None, True)
     env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
-    assert [e["name"] for e in env].count("MX_CONFIG_CLUSTER") == 1
-    assert env[0]["valueFrom"]["configMapKeyRef"]["key"] == "cluster"
+    assert [e["name"] for e in env] == ["MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID", "KEEP"]
     assert env[-1] == {"name": "KEEP", "value": "1"}
+
+
+def test_our_env_from_comes_after_the_users_so_theirs_cannot_override_ours() -> None:
+    spec = train_spec(1, 2)
+    mine = {"configMapRef": {"name": "mine"}}
+    containers = spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    containers[0]["envFrom"] = [mine, {"configMapRef": {"name": "other"}, "prefix": "DMLC_"}]
+    containers[0]["env"] = [{"name": "ROLE_SEEN", "value": "$(DMLC_ROLE)/$(DMLC_NUM_WORKER)"}]
+    j = builders.job_context("mnist", "team-a", parse("mnist", spec), None, True)
+    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    assert container["envFrom"][-1] == {"configMapRef": {"name": "mnist-mx-config"}}
+    maps = {
+        "mnist-mx-config": builders.config_map(j),
+        "mine": {"data": {"DMLC_NUM_WORKER": "99", "MX_CONFIG_CLUSTER": "no", "OWN": "yes"}},
+        "other": {"data": {"ROLE": "hijacked", "NUM_SERVER": "7"}},
+    }
+    env = kubeenv.resolve(container, maps)
+    assert env["DMLC_NUM_WORKER"] == "2"
+    assert env["DMLC_NUM_SERVER"] == "1"
+    assert env["DMLC_ROLE"] == "worker"
+    assert env["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
+    assert env["OWN"] == "yes"
+    # The user's own variables refer to ours and read our values.
+    assert env["ROLE_SEEN"] == "worker/2"
+    assert json.loads(env["MX_CONFIG"])["task"] == {"index": 1, "type": "worker"}

@@ -1,12 +1,15 @@
 """The job's ConfigMap over a job's life: it follows the spec, comes and goes with the pods,
-and a job started by the previous version (each pod with its whole MX_CONFIG) keeps its pods
-once the CompositeController declares ConfigMaps, only a pod created from then on reading it."""
+and a job started by an earlier version keeps its pods: one whose pods carry their whole
+MX_CONFIG once the CompositeController declares ConfigMaps, and one started by release 0.1.0
+(its pods read the ConfigMap's keys `cluster` and `labels`) under this version; only a pod
+created from then on reads the new layout."""
 
 import json
 from typing import Any
 
-from app import kubeenv
+from app import builders, kubeenv
 from tests import support as s
+from tests.golden_cases import released_0_1_0
 from tests.simcluster import SimCluster
 
 BEFORE = ("Pod.v1", "Service.v1")
@@ -15,14 +18,24 @@ ALL = [f"mnist-{p}" for p in ("scheduler-0", "server-0", "server-1", "worker-0",
 
 
 def env_form(pod: dict[str, Any]) -> str:
-    first = pod["spec"]["containers"][0]["env"][0]
-    return "inline" if first["name"] == "MX_CONFIG" else "configmap"
+    container = pod["spec"]["containers"][0]
+    if "envFrom" in container:
+        return "envFrom"
+    first = container["env"][0]
+    if first["name"] == "MX_CONFIG":
+        return "inline"
+    assert first["valueFrom"]["configMapKeyRef"]["key"] == "cluster"
+    return "0.1.0"
+
+
+def process_env(cluster: SimCluster, pod: str) -> dict[str, str]:
+    maps = {c["metadata"]["name"]: c for c in cluster.children.get("ConfigMap.v1", {}).values()}
+    container = cluster.pods()[pod]["spec"]["containers"][0]
+    return kubeenv.resolve(container, maps)
 
 
 def mx_config(cluster: SimCluster, pod: str) -> str:
-    maps = {c["metadata"]["name"]: c for c in cluster.children.get("ConfigMap.v1", {}).values()}
-    container = cluster.pods()[pod]["spec"]["containers"][0]
-    return kubeenv.resolve(container, maps)["MX_CONFIG"]
+    return process_env(cluster, pod)["MX_CONFIG"]
 
 
 def test_an_upgraded_job_keeps_its_pods_and_replaces_a_failed_one_with_the_new_form() -> None:
@@ -45,7 +58,7 @@ def test_an_upgraded_job_keeps_its_pods_and_replaces_a_failed_one_with_the_new_f
     cluster.run("mnist-worker-1-r1")
     cluster.sync(after=5)
     assert cluster.deleted == ["Pod.v1/mnist-worker-1"]
-    assert env_form(cluster.pods()["mnist-worker-1-r1"]) == "configmap"
+    assert env_form(cluster.pods()["mnist-worker-1-r1"]) == "envFrom"
     # The replacement reads, through the ConfigMap, what the pod it replaces read inline.
     assert mx_config(cluster, "mnist-worker-1-r1") == inline["mnist-worker-1"]
     assert json.loads(inline["mnist-worker-1"])["task"] == {"index": 1, "type": "worker"}
@@ -60,10 +73,75 @@ def test_the_configmap_follows_the_spec_and_goes_with_the_pods() -> None:
     cluster.parent["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = 2
     cluster.sync(after=5)
     data = cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
-    workers = json.loads(data["cluster"])["worker"]
+    workers = json.loads(data["MX_CONFIG_CLUSTER"])["worker"]
     assert [w["url"] for w in workers] == ["mnist-worker-0", "mnist-worker-1"]
-    assert mx_config(cluster, "mnist-worker-1").startswith(f'{{"cluster":{data["cluster"]},')
+    assert data["DMLC_NUM_WORKER"] == "2"
+    assert process_env(cluster, "mnist-worker-1")["DMLC_NUM_WORKER"] == "2"
+    assert mx_config(cluster, "mnist-worker-1").startswith(
+        f'{{"cluster":{data["MX_CONFIG_CLUSTER"]},'
+    )
 
     cluster.parent["spec"]["runPolicy"] = {"suspend": True}
     cluster.sync(after=5)
     assert (cluster.names("ConfigMap.v1"), cluster.names()) == ([], [])
+
+
+def _as_released_0_1_0(cluster: SimCluster) -> None:
+    """The job's ConfigMap and pods as release 0.1.0 wrote them."""
+    stored = [*cluster.children["ConfigMap.v1"].values(), *cluster.pods().values()]
+    for child in released_0_1_0({"children": stored})["children"]:
+        group = cluster.children["ConfigMap.v1" if "data" in child else "Pod.v1"]
+        group[child["metadata"]["name"]] = child
+
+
+def test_a_job_of_release_0_1_0_keeps_its_pods_and_their_keys() -> None:
+    cluster = SimCluster(parent=s.mxjob(s.train_spec(policy="ExitCode")))
+    cluster.sync()
+    _as_released_0_1_0(cluster)
+    cluster.run()
+    released = {name: process_env(cluster, name) for name in ALL}
+    assert set(cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]) == {
+        "cluster",
+        "labels",
+    }
+
+    for _ in range(3):
+        cluster.sync(after=30)
+    assert cluster.deleted == []
+    assert {n: env_form(p) for n, p in cluster.pods().items()} == dict.fromkeys(ALL, "0.1.0")
+    data = cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
+    assert set(data) == {"cluster", "labels"}
+    # A container that restarts in one of its pods finds its keys, and reads the same.
+    assert {name: process_env(cluster, name) for name in ALL} == released
+    assert cluster.true_conditions() == {"Created": "MXJobCreated", "Running": "MXJobRunning"}
+
+    cluster.exit("mnist-worker-1", 137)
+    cluster.sync(after=5)
+    cluster.run("mnist-worker-1-r1")
+    cluster.sync(after=5)
+    assert cluster.deleted == ["Pod.v1/mnist-worker-1"]
+    # The replacement is made as 0.1.0 made it: `envFrom` would also bring `cluster` and
+    # `labels` in as variables while the ConfigMap keeps them.
+    assert env_form(cluster.pods()["mnist-worker-1-r1"]) == "0.1.0"
+    assert process_env(cluster, "mnist-worker-1-r1") == released["mnist-worker-1"]
+    assert {name: process_env(cluster, name) for name in ALL if name != "mnist-worker-1"} == {
+        name: env for name, env in released.items() if name != "mnist-worker-1"
+    }
+
+
+def test_the_old_keys_go_once_no_pod_reads_them() -> None:
+    cluster = SimCluster(parent=s.mxjob(s.train_spec()))
+    cluster.sync()
+    _as_released_0_1_0(cluster)
+    cluster.run()
+    cluster.sync(after=5)
+    assert "cluster" in cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
+
+    cluster.parent["spec"]["runPolicy"] = {"suspend": True}
+    cluster.sync(after=5)
+    assert (cluster.names("ConfigMap.v1"), cluster.names()) == ([], [])
+    cluster.parent["spec"]["runPolicy"] = {"suspend": False}
+    cluster.sync(after=5)
+    data = cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
+    assert tuple(data) == builders.JOB_ENV
+    assert {n: env_form(p) for n, p in cluster.pods().items()} == dict.fromkeys(ALL, "envFrom")

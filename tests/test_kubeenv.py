@@ -157,6 +157,30 @@ def test_env_from_comes_first_and_env_wins() -> None:
     assert resolve(container, CONFIG_MAPS) == {"P_cluster": '{"a":1}', "P_raw": "mine"}
 
 
+def test_env_from_a_later_source_wins_and_env_refers_to_any() -> None:
+    maps = {
+        "first": {"data": {"A": "1", "B": "1"}},
+        "second": {"data": {"B": "2", "C": "$(A)"}},
+    }
+    container = {
+        "envFrom": [{"configMapRef": {"name": "first"}}, {"configMapRef": {"name": "second"}}],
+        "env": [{"name": "D", "value": "$(A)$(B)$(C)"}, {"name": "A", "value": "env"}],
+    }
+    # Values from a ConfigMap are not expanded; `env` reads what envFrom defined before it.
+    assert resolve(container, maps) == {"A": "env", "B": "2", "C": "$(A)", "D": "12$(A)"}
+
+
+def test_env_from_skips_keys_that_are_not_variable_names_and_optional_missing_maps() -> None:
+    maps = {"m": {"data": {"ok": "1", "has=equals": "2", "tab\tkey": "3", "é": "4"}}}
+    container = {
+        "envFrom": [
+            {"configMapRef": {"name": "m"}, "prefix": "P_"},
+            {"configMapRef": {"name": "absent", "optional": True}},
+        ]
+    }
+    assert resolve(container, maps) == {"P_ok": "1"}
+
+
 @pytest.mark.parametrize(
     ("container", "message"),
     [

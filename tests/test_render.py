@@ -32,7 +32,7 @@ def test_render_expand_shows_what_each_process_reads() -> None:
     assert [d for d in expanded if d["kind"] != "Pod"] == [d for d in plain if d["kind"] != "Pod"]
     worker = next(d for d in expanded if d["metadata"]["name"] == "mnist-worker-1")
     env = {e["name"]: e["value"] for e in worker["spec"]["containers"][0]["env"]}
-    cluster = next(d for d in plain if d["kind"] == "ConfigMap")["data"]["cluster"]
+    cluster = next(d for d in plain if d["kind"] == "ConfigMap")["data"]["MX_CONFIG_CLUSTER"]
     assert env["MX_CONFIG_CLUSTER"] == cluster
     assert env["MX_CONFIG"] == (
         f'{{"cluster":{cluster},"labels":{{"scheduler":"","server":"","worker":""}},'

@@ -73,8 +73,8 @@ SHAPES = [
     # The cap, just under the 4,001 replicas whose MX_CONFIG would still fit.
     pytest.param("a", train(port=1), validation.MAX_REPLICAS, id="one-letter-name-port-1"),
     # The sync request's bytes.
-    pytest.param("a", train(env_bytes=20_000), 944, id="20-kb-template"),
-    pytest.param("a", train(sidecars=3), 2388, id="three-sidecars"),
+    pytest.param("a", train(env_bytes=20_000), 971, id="20-kb-template"),
+    pytest.param("a", train(sidecars=3), 3341, id="three-sidecars"),
 ]
 
 
@@ -158,10 +158,10 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
 
 def test_size_message_names_the_rule_and_the_figures() -> None:
     with pytest.raises(SpecError) as refused:
-        validation.parse("a", train(env_bytes=20_000)(945))
+        validation.parse("a", train(env_bytes=20_000)(972))
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
-        f"job would carry about {validation.sync_request_bytes('a', _spec(945)) // 2**20} MiB, "
+        f"job would carry about {validation.sync_request_bytes('a', _spec(972)) // 2**20} MiB, "
         "more than 48 MiB; use fewer replicas or smaller pod templates"
     )
     assert json.dumps(str(refused.value))

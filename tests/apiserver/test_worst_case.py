@@ -51,8 +51,8 @@ def train(env_bytes: int = 0, sidecars: int = 0) -> MakeSpec:
 WORST = [
     pytest.param("a", train(), 3680, id="most-replicas"),
     pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
-    pytest.param("a", train(env_bytes=20_000), 944, id="20-kb-template"),
-    pytest.param("a", train(sidecars=3), 2388, id="three-sidecars"),
+    pytest.param("a", train(env_bytes=20_000), 971, id="20-kb-template"),
+    pytest.param("a", train(sidecars=3), 3341, id="three-sidecars"),
 ]
 
 
