@@ -46,7 +46,10 @@ class Kind:
     spec: dict[str, Any]
     # Each container with our ports, and the template's own variables that it keeps.
     containers: tuple[tuple[dict[str, Any], list[Any]], ...]
-    service_ports: tuple[dict[str, Any], ...]
+    # Every Service of the type holds this one list: answers are serialized, never changed.
+    service_ports: list[dict[str, Any]]
+    # Names of the type's children, up to the replica index: `<job>-<type>-`.
+    name_prefix: str
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,8 @@ def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kin
         spec=template["spec"]
         | {"restartPolicy": _pod_restart_policy(replica.restartPolicy), "containers": []},
         containers=containers,
-        service_ports=tuple(_service_port(p) for p in main["ports"]),
+        service_ports=[_service_port(p) for p in main["ports"]],
+        name_prefix=names.child_name(name, rtype, 0)[:-1],
     )
 
 
@@ -278,7 +282,9 @@ def _recorded(attempt: int, restarts_before: int) -> dict[str, str]:
 def pod(
     job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
-    """The pod for one attempt of one replica: the template plus what the contract adds."""
+    """The pod for one attempt of one replica: the template plus what the contract adds.
+    It shares the template's objects with the request and its siblings (answers are only
+    serialized); what differs from pod to pod is made fresh."""
     kind = job.kinds[rtype]
     labels = kind.labels | {names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)}
     annotations = dict(kind.annotations)
@@ -286,13 +292,12 @@ def pod(
         annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
     env = _env(job, kind, index)
     containers = [base | {"env": env + theirs} for base, theirs in kind.containers]
-    spec = kind.spec | {"containers": containers}
-    name = names.pod_name(job.name, rtype, index, attempt)
+    name = f"{kind.name_prefix}{index}" if attempt == 0 else f"{kind.name_prefix}{index}-r{attempt}"
     built = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _metadata(job, name, labels, annotations),
-        "spec": spec,
+        "spec": kind.spec | {"containers": containers},
     }
     if job.gang:
         join(job.gang, built, job.name)
@@ -303,19 +308,14 @@ def service(
     job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
     """The headless Service that gives a replica its stable DNS name across attempts."""
-    ports = job.kinds[rtype].service_ports
-    name = names.child_name(job.name, rtype, index)
+    kind = job.kinds[rtype]
     labels = names.selector(job.name, rtype, index)
-    meta = _metadata(job, name, labels, _recorded(attempt, restarts_before))
+    meta = _metadata(job, f"{kind.name_prefix}{index}", labels, _recorded(attempt, restarts_before))
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": meta,
-        "spec": {
-            "clusterIP": "None",
-            "selector": dict(labels),
-            "ports": [dict(p) for p in ports],
-        },
+        "spec": {"clusterIP": "None", "selector": dict(labels), "ports": kind.service_ports},
     }
 
 

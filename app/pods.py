@@ -11,7 +11,9 @@ from app.spec import BY_LOWERED, ORDER, ReplicaType
 _PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
 
 
-@dataclass(frozen=True)
+# Not frozen, which would double the cost of making one, once per observed pod per sync:
+# nothing changes an Attempt once it is made.
+@dataclass(slots=True)
 class Attempt:
     """One observed pod: a single attempt at running one replica index."""
 
@@ -62,41 +64,50 @@ def observe(pods: Iterable[Any], job: str) -> list[Attempt]:
 
 def replica_of(labels: dict[str, Any], job: str) -> tuple[ReplicaType, int] | None:
     """(replica type, index) a child's labels name, if it is one of `job`'s."""
-    rtype = BY_LOWERED.get(str(labels.get(names.LABEL_TYPE)))
+    if labels.get(names.LABEL_JOB) != job:
+        return None
+    lowered = labels.get(names.LABEL_TYPE)
+    rtype = BY_LOWERED.get(lowered) if isinstance(lowered, str) else None
     index = count(labels.get(names.LABEL_INDEX))
-    if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
+    if rtype is None or index is None:
         return None
     return rtype, index
 
 
 def _attempt(pod: Any, job: str) -> Attempt | None:
-    # Called for every observed pod on every sync: each nested dict is looked up once.
-    meta = dig(pod, "metadata")
-    labels = dig(meta, "labels")
-    name = dig(meta, "name")
+    # Called for every observed pod on every sync (the hook's hottest loop): each nested
+    # dict is looked up once, and the common case (a first attempt) takes no detour.
+    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    labels, name = meta.get("labels"), meta.get("name")
     if not isinstance(labels, dict) or not isinstance(name, str):
         return None
     replica = replica_of(labels, job)
     if replica is None:
         return None
     rtype, index = replica
-    attempt = attempt_of(name, job, rtype, index)
+    attempt = 0 if name == f"{job}-{rtype.lowered}-{index}" else attempt_of(name, job, *replica)
     if attempt is None:
         return None
-    status = dig(pod, "status")
-    phase = dig(status, "phase")
+    status = pod.get("status")
+    if not isinstance(status, dict):
+        status = {}
+    phase = status.get("phase")
     statuses = _container_statuses(status)
+    annotations = meta.get("annotations")
+    restarts = annotations.get(names.ANNOTATION_RESTARTS) if isinstance(annotations, dict) else None
     return Attempt(
         name=name,
         rtype=rtype,
         index=index,
         attempt=attempt,
-        restarts_before=count(dig(meta, "annotations", names.ANNOTATION_RESTARTS)) or 0,
+        restarts_before=count(restarts) or 0,
         # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
         phase=phase if isinstance(phase, str) and phase in _PHASES else "Pending",
         in_place_restarts=sum(count(s.get("restartCount")) or 0 for s in statuses),
-        exit_code=_exit_code(statuses),
-        reason=str(dig(status, "reason") or ""),
+        exit_code=_exit_code(statuses) if statuses else None,
+        reason=str(status.get("reason") or ""),
     )
 
 
@@ -117,8 +128,8 @@ def attempt_of(name: str, job: str, rtype: ReplicaType, index: int) -> int | Non
     return None
 
 
-def _container_statuses(status: Any) -> list[dict[str, Any]]:
-    statuses = dig(status, "containerStatuses")
+def _container_statuses(status: dict[str, Any]) -> list[dict[str, Any]]:
+    statuses = status.get("containerStatuses")
     if not isinstance(statuses, list):
         return []
     return [s for s in statuses if isinstance(s, dict)]

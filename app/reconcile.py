@@ -144,11 +144,18 @@ def _running_children(job: builders.Job, replicas: list[Replica]) -> list[dict[s
     pods, services = [], []
     for replica in replicas:
         attempt, restarts = replica.next_pod
-        kept = {a.attempt: a.restarts_before for a in replica.kept()}
-        kept.setdefault(attempt, restarts)
-        pods += [
-            builders.pod(job, replica.rtype, replica.index, n, r) for n, r in sorted(kept.items())
-        ]
+        kept = replica.kept()
+        if len(kept) == 1 and kept[0].attempt == attempt:
+            # The usual case: one pod, which goes on as it is.
+            pod = builders.pod(job, replica.rtype, replica.index, attempt, kept[0].restarts_before)
+            pods.append(pod)
+        else:
+            wanted = {a.attempt: a.restarts_before for a in kept}
+            wanted.setdefault(attempt, restarts)
+            pods += [
+                builders.pod(job, replica.rtype, replica.index, n, r)
+                for n, r in sorted(wanted.items())
+            ]
         services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services
 
@@ -189,7 +196,7 @@ def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime)
 
 def _has_children(request: envelope.SyncRequest) -> bool:
     """Whether the job has pods or Services: its Events say nothing about that."""
-    return any(request.observed(kind) for kind in (envelope.POD, envelope.SERVICE))
+    return any(request.children.get(kind) for kind in (envelope.POD, envelope.SERVICE))
 
 
 def _without_edit_failure(previous: dict[str, Any], has_children: bool) -> dict[str, Any]:

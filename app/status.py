@@ -148,7 +148,8 @@ def seconds_until(since: datetime, seconds: int, now: datetime) -> int:
 def _progress(
     name: str, spec: MXJobSpec, replicas: list[Replica], conds: list[Condition], at: str
 ) -> list[Condition]:
-    mine = [r for r in replicas if r.rtype in deciders(spec)]
+    decide_by = deciders(spec)
+    mine = [r for r in replicas if r.rtype in decide_by]
     if mine and all(r.verdict is Verdict.SUCCEEDED for r in mine):
         message = f"MXJob {name} successfully completed."
         return c.set_condition(conds, c.SUCCEEDED, "True", REASON_SUCCEEDED, message, at)
