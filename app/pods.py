@@ -9,6 +9,9 @@ from app import names
 from app.spec import BY_LOWERED, ORDER, ReplicaType
 
 _PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
+# Counts as the hook writes them, looked up rather than checked and converted: every observed
+# pod and Service has a few (replica index, attempt, restarts). Others take the long way.
+_DECIMALS = {str(n): n for n in range(4096)}
 
 
 # Not frozen, which would double the cost of making one, once per observed pod per sync:
@@ -47,6 +50,8 @@ def count(value: Any) -> int | None:
 
     `str.isdigit` alone is true for "²", "①" or "٣", which `int` refuses or reads as a
     number nobody wrote: only what the hook itself writes counts, anything else is malformed."""
+    if type(value) is str and value in _DECIMALS:
+        return _DECIMALS[value]
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
         return int(value)
     if type(value) is int and value >= 0:
@@ -94,7 +99,7 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
     if not isinstance(status, dict):
         status = {}
     phase = status.get("phase")
-    statuses = _container_statuses(status)
+    in_place_restarts, exit_code = _containers(status)
     annotations = meta.get("annotations")
     restarts = annotations.get(names.ANNOTATION_RESTARTS) if isinstance(annotations, dict) else None
     return Attempt(
@@ -105,8 +110,8 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
         restarts_before=count(restarts) or 0,
         # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
         phase=phase if isinstance(phase, str) and phase in _PHASES else "Pending",
-        in_place_restarts=sum(count(s.get("restartCount")) or 0 for s in statuses),
-        exit_code=_exit_code(statuses) if statuses else None,
+        in_place_restarts=in_place_restarts,
+        exit_code=exit_code,
         reason=str(status.get("reason") or ""),
     )
 
@@ -128,25 +133,25 @@ def attempt_of(name: str, job: str, rtype: ReplicaType, index: int) -> int | Non
     return None
 
 
-def _container_statuses(status: dict[str, Any]) -> list[dict[str, Any]]:
+def _containers(status: dict[str, Any]) -> tuple[int, int | None]:
+    """The in-place restarts of a pod's containers, and its exit code: the main container's,
+    or the first non-zero one of another container."""
     statuses = status.get("containerStatuses")
     if not isinstance(statuses, list):
-        return []
-    return [s for s in statuses if isinstance(s, dict)]
-
-
-def _exit_code(statuses: list[dict[str, Any]]) -> int | None:
-    """The main container's exit code, or the first non-zero one of another container."""
-    codes = {}
-    for status in statuses:
-        code = dig(status, "state", "terminated", "exitCode")
+        return 0, None
+    restarts, codes = 0, {}
+    for container in statuses:
+        if not isinstance(container, dict):
+            continue
+        restarts += count(container.get("restartCount")) or 0
+        code = dig(container, "state", "terminated", "exitCode")
         if type(code) is int:
-            name = status.get("name")  # any JSON value: only a string can be the main container
+            name = container.get("name")  # any JSON value: only a string can be the main one
             codes[name if isinstance(name, str) else None] = code
     main = codes.pop(names.MAIN_CONTAINER, None)
     if main:
-        return main
-    return next((c for c in codes.values() if c), main)
+        return restarts, main
+    return restarts, next((c for c in codes.values() if c), main)
 
 
 def describe_exit(code: int | None) -> str:

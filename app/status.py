@@ -168,8 +168,7 @@ def _restarting(replica: Replica) -> bool:
     """A failed attempt is being replaced: asked for this sync, or pending."""
     if replica.verdict is Verdict.RETRY:
         return True
-    failed = _replaced(replica)
-    return replica.verdict is Verdict.PENDING and failed is not None
+    return replica.verdict is Verdict.PENDING and _replaced(replica) is not None
 
 
 def _replaced(replica: Replica) -> Attempt | None:
