@@ -31,7 +31,7 @@ _RESERVED = frozenset(RESERVED_ENV)
 
 
 @dataclass(frozen=True)
-class Kind:
+class ReplicaTypeContext:
     """What every pod and Service of one replica type shares, worked out once per sync: a
     job of 1,000 workers builds 1,000 pods from it, each adding only its own index."""
 
@@ -53,7 +53,7 @@ class Kind:
 
 
 @dataclass(frozen=True)
-class Job:
+class JobContext:
     """What every child of one job shares, worked out once per sync."""
 
     name: str
@@ -64,7 +64,7 @@ class Job:
     # Our variables ahead of each container's own, up to MX_CONFIG.
     head_env: tuple[dict[str, Any], ...]
     dmlc_env: tuple[dict[str, str], ...]
-    kinds: Mapping[ReplicaType, Kind]
+    by_type: Mapping[ReplicaType, ReplicaTypeContext]
     gang: GangScheduler | None = None
     # True when the controller declares ConfigMap children: MX_CONFIG's shared parts then
     # live in the job's ConfigMap, and each pod carries only its own few bytes.
@@ -77,17 +77,27 @@ def job_context(
     spec: MXJobSpec,
     scheduler: GangScheduler | None = None,
     config_map: bool = False,
-) -> Job:
+) -> JobContext:
     shared = _shared_parts(name, spec)
     head = _mx_config_head(shared, config_map)
-    kinds = {t: _kind(name, t, r, head) for t, r in spec.mxReplicaSpecs.items()}
+    by_type = {t: _type_context(name, t, r, head) for t, r in spec.mxReplicaSpecs.items()}
     head_env = _shared_env(name) if config_map else ()
-    return Job(
-        name, namespace, spec, shared, head_env, _dmlc_env(name, spec), kinds, scheduler, config_map
+    return JobContext(
+        name,
+        namespace,
+        spec,
+        shared,
+        head_env,
+        _dmlc_env(name, spec),
+        by_type,
+        scheduler,
+        config_map,
     )
 
 
-def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kind:
+def _type_context(
+    name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str
+) -> ReplicaTypeContext:
     template = replica.template
     meta = template.get("metadata") or {}
     # Placeholders keep each key where the per-pod value will go, so the order is the same.
@@ -97,7 +107,7 @@ def _kind(name: str, rtype: ReplicaType, replica: ReplicaSpec, head: str) -> Kin
     ours[names.LABEL_ATTEMPT] = ""
     containers = tuple(_container_base(c) for c in template["spec"]["containers"])
     main = next(c for c, _ in containers if c.get("name") == names.MAIN_CONTAINER)
-    return Kind(
+    return ReplicaTypeContext(
         rtype=rtype,
         mx_config=(f'{head}"task":{{"index":', f',"type":"{rtype.lowered}"}}}}'),
         role_env=(
@@ -173,7 +183,7 @@ def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
 
 def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
     """The length of the longest MX_CONFIG the job's processes read, worked out from the
-    counts alone (a job of any size costs the same): what `_shared_parts` and `_kind`
+    counts alone (a job of any size costs the same): what `_shared_parts` and `_type_context`
     write, character for character."""
     cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # its `{`, and commas between types
     task = 0
@@ -211,7 +221,7 @@ def _shared_env(name: str) -> tuple[dict[str, Any], ...]:
     )
 
 
-def config_map(job: Job) -> dict[str, Any]:
+def config_map(job: JobContext) -> dict[str, Any]:
     """The job's ConfigMap: MX_CONFIG's parts that every pod shares, stored once."""
     labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: job.name}
     meta = _metadata(job, config_map_name(job.name), labels, {})
@@ -229,7 +239,7 @@ def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
     )
 
 
-def _env(job: Job, kind: Kind, index: int) -> list[dict[str, Any]]:
+def _env(job: JobContext, kind: ReplicaTypeContext, index: int) -> list[dict[str, Any]]:
     before, after = kind.mx_config
     env: list[dict[str, Any]] = [
         *job.head_env,
@@ -262,7 +272,7 @@ def _pod_restart_policy(policy: RestartPolicy) -> str:
 
 
 def _metadata(
-    job: Job, name: str, labels: dict[str, str], annotations: dict[str, str]
+    job: JobContext, name: str, labels: dict[str, str], annotations: dict[str, str]
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if job.namespace:
@@ -280,24 +290,25 @@ def _recorded(attempt: int, restarts_before: int) -> dict[str, str]:
 
 
 def pod(
-    job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
+    job: JobContext, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
     """The pod for one attempt of one replica: the template plus what the contract adds.
     It shares the template's objects with the request and its siblings (answers are only
     serialized); what differs from pod to pod is made fresh."""
-    kind = job.kinds[rtype]
-    labels = kind.labels | {names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)}
-    annotations = dict(kind.annotations)
+    of_type = job.by_type[rtype]
+    labels = of_type.labels | {names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)}
+    annotations = dict(of_type.annotations)
     if restarts_before:
         annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
-    env = _env(job, kind, index)
-    containers = [base | {"env": env + theirs} for base, theirs in kind.containers]
-    name = f"{kind.name_prefix}{index}" if attempt == 0 else f"{kind.name_prefix}{index}-r{attempt}"
+    env = _env(job, of_type, index)
+    containers = [base | {"env": env + theirs} for base, theirs in of_type.containers]
+    prefix = of_type.name_prefix
+    name = f"{prefix}{index}" if attempt == 0 else f"{prefix}{index}-r{attempt}"
     built = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _metadata(job, name, labels, annotations),
-        "spec": kind.spec | {"containers": containers},
+        "spec": of_type.spec | {"containers": containers},
     }
     if job.gang:
         join(job.gang, built, job.name)
@@ -305,17 +316,19 @@ def pod(
 
 
 def service(
-    job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
+    job: JobContext, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
     """The headless Service that gives a replica its stable DNS name across attempts."""
-    kind = job.kinds[rtype]
+    of_type = job.by_type[rtype]
     labels = names.selector(job.name, rtype, index)
-    meta = _metadata(job, f"{kind.name_prefix}{index}", labels, _recorded(attempt, restarts_before))
+    meta = _metadata(
+        job, f"{of_type.name_prefix}{index}", labels, _recorded(attempt, restarts_before)
+    )
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": meta,
-        "spec": {"clusterIP": "None", "selector": dict(labels), "ports": kind.service_ports},
+        "spec": {"clusterIP": "None", "selector": dict(labels), "ports": of_type.service_ports},
     }
 
 

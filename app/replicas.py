@@ -1,6 +1,6 @@
 """Per replica index: the current attempt, what it needs, and which pods to keep."""
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -114,19 +114,23 @@ def recorded_attempts(
 def replicas_of(
     spec: MXJobSpec,
     attempts: list[Attempt],
-    recorded: dict[tuple[ReplicaType, int], tuple[int, int]],
+    recorded: Callable[[], dict[tuple[ReplicaType, int], tuple[int, int]]],
 ) -> list[Replica]:
-    """Every replica index the spec asks for, in canonical order, with its attempts."""
+    """Every replica index the spec asks for, in canonical order, with its attempts.
+    `recorded` reads the attempts the Services remember, which only an index with no pod
+    left needs: a job whose every index has a pod never reads its Services."""
     by_slot: dict[tuple[ReplicaType, int], list[Attempt]] = {}
     for attempt in attempts:
         by_slot.setdefault((attempt.rtype, attempt.index), []).append(attempt)
+    slots = [(rtype, index) for rtype in spec.types() for index in range(spec.replicas(rtype))]
+    remembered = {} if all(slot in by_slot for slot in slots) else recorded()
+    policies = {rtype: replica.restartPolicy for rtype, replica in spec.mxReplicaSpecs.items()}
     out = []
-    for rtype in spec.types():
-        policy = spec.mxReplicaSpecs[rtype].restartPolicy
-        for index in range(spec.replicas(rtype)):
-            slot = by_slot.get((rtype, index), [])
-            if len(slot) > 1:
-                slot.sort(key=lambda a: a.attempt)
-            done = recorded.get((rtype, index), (0, 0))
-            out.append(Replica(rtype, index, policy, tuple(slot), done))
+    for slot in slots:
+        found = by_slot.get(slot, [])
+        if len(found) > 1:
+            found.sort(key=lambda a: a.attempt)
+        rtype, index = slot
+        done = remembered.get(slot, (0, 0))
+        out.append(Replica(rtype, index, policies[rtype], tuple(found), done))
     return out

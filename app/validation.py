@@ -47,7 +47,7 @@ SYNC_BYTES_PER_CONTAINER = 3_200
 SYNC_BYTES_PER_NAME_CHARACTER = 26
 
 
-def parse(job_name: str, raw_spec: Any) -> MXJobSpec:
+def validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
     """Return the defaulted, validated spec, or raise SpecError naming every broken rule."""
     try:
         spec = MXJobSpec.model_validate(normalise(raw_spec))

@@ -11,7 +11,7 @@ from app import builders, kubeenv
 from app.reconcile import sync
 from app.render import render
 from app.spec import ReplicaType
-from app.validation import parse
+from app.validation import validated_spec
 from tests.golden_cases import CASES
 from tests.support import NOW, container, replica, train_spec
 
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER
 
 
-def job(spec: dict[str, Any], name: str = "mnist") -> builders.Job:
-    return builders.job_context(name, "team-a", parse(name, spec))
+def job(spec: dict[str, Any], name: str = "mnist") -> builders.JobContext:
+    return builders.job_context(name, "team-a", validated_spec(name, spec))
 
 
 def env_of(pod: dict[str, Any], index: int = 0) -> dict[str, str]:
@@ -305,14 +305,14 @@ def test_every_recorded_source_is_checked() -> None:
 
 
 def test_without_a_configmap_type_mx_config_stays_inline() -> None:
-    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec()), None, False)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), None, False)
     env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env][:2] == ["MX_CONFIG", "DMLC_PS_ROOT_URI"]
     assert "$" not in env[0]["value"]
 
 
 def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
-    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec()), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), None, True)
     env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
     assert env[:2] == [
         {
@@ -329,7 +329,9 @@ def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
 
 
 def test_config_map_holds_the_shared_parts() -> None:
-    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec(1, 2)), None, True)
+    j = builders.job_context(
+        "mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), None, True
+    )
     assert builders.config_map(j) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -354,7 +356,7 @@ def test_user_variables_named_like_the_shared_parts_are_replaced() -> None:
     spec = train_spec()
     user_env = [{"name": "MX_CONFIG_CLUSTER", "value": "mine"}, {"name": "KEEP", "value": "1"}]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
-    j = builders.job_context("mnist", "team-a", parse("mnist", spec), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
     env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env].count("MX_CONFIG_CLUSTER") == 1
     assert env[0]["valueFrom"]["configMapKeyRef"]["key"] == "cluster"

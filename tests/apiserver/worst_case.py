@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from app import envelope
-from app.reconcile import LAST_APPLIED, sync
+from app.children import LAST_APPLIED
+from app.reconcile import sync
 from tests import support as s
 
 from .cluster import ApiServer
