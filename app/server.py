@@ -11,7 +11,7 @@ import uvicorn
 from prometheus_client import Counter
 from uvicorn.protocols.http.h11_impl import H11Protocol, RequestResponseCycle
 
-from app import logging as logs
+from app import jsonlog as logs
 from app import metrics, settings
 
 log = logging.getLogger(f"{logs.LOGGER}.server")
