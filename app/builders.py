@@ -50,6 +50,8 @@ class ReplicaTypeContext:
     service_ports: list[dict[str, Any]]
     # Names of the type's children, up to the replica index: `<job>-<type>-`.
     name_prefix: str
+    # A Service's labels and selector; the replica index is filled in per Service.
+    selector: dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ def _type_context(
         containers=containers,
         service_ports=[_service_port(p) for p in main["ports"]],
         name_prefix=names.child_name(name, rtype, 0)[:-1],
+        selector=names.selector(name, rtype, 0),
     )
 
 
@@ -320,7 +323,7 @@ def service(
 ) -> dict[str, Any]:
     """The headless Service that gives a replica its stable DNS name across attempts."""
     of_type = job.by_type[rtype]
-    labels = names.selector(job.name, rtype, index)
+    labels = of_type.selector | {names.LABEL_INDEX: str(index)}
     meta = _metadata(
         job, f"{of_type.name_prefix}{index}", labels, _recorded(attempt, restarts_before)
     )

@@ -88,11 +88,13 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
     labels, name = meta.get("labels"), meta.get("name")
     if not isinstance(labels, dict) or not isinstance(name, str):
         return None
-    replica = replica_of(labels, job)
-    if replica is None:
+    # replica_of, inline: the type's label is what the pod's first name has in it.
+    lowered = labels.get(names.LABEL_TYPE)
+    rtype = BY_LOWERED.get(lowered) if isinstance(lowered, str) else None
+    index = count(labels.get(names.LABEL_INDEX))
+    if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
         return None
-    rtype, index = replica
-    attempt = 0 if name == f"{job}-{rtype.lowered}-{index}" else attempt_of(name, job, *replica)
+    attempt = 0 if name == f"{job}-{lowered}-{index}" else attempt_of(name, job, rtype, index)
     if attempt is None:
         return None
     status = pod.get("status")
@@ -102,17 +104,12 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
     in_place_restarts, exit_code = _containers(status)
     annotations = meta.get("annotations")
     restarts = annotations.get(names.ANNOTATION_RESTARTS) if isinstance(annotations, dict) else None
+    # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
+    phase = phase if isinstance(phase, str) and phase in _PHASES else "Pending"
+    reason = str(status.get("reason") or "")
+    restarts_before = count(restarts) or 0
     return Attempt(
-        name=name,
-        rtype=rtype,
-        index=index,
-        attempt=attempt,
-        restarts_before=count(restarts) or 0,
-        # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
-        phase=phase if isinstance(phase, str) and phase in _PHASES else "Pending",
-        in_place_restarts=in_place_restarts,
-        exit_code=exit_code,
-        reason=str(status.get("reason") or ""),
+        name, rtype, index, attempt, restarts_before, phase, in_place_restarts, exit_code, reason
     )
 
 
