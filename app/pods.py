@@ -88,13 +88,11 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
     labels, name = meta.get("labels"), meta.get("name")
     if not isinstance(labels, dict) or not isinstance(name, str):
         return None
-    # replica_of, inline: the type's label is what the pod's first name has in it.
-    lowered = labels.get(names.LABEL_TYPE)
-    rtype = BY_LOWERED.get(lowered) if isinstance(lowered, str) else None
-    index = count(labels.get(names.LABEL_INDEX))
-    if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
+    replica = replica_of(labels, job)
+    if replica is None:
         return None
-    attempt = 0 if name == f"{job}-{lowered}-{index}" else attempt_of(name, job, rtype, index)
+    rtype, index = replica
+    attempt = 0 if name == f"{job}-{rtype.lowered}-{index}" else attempt_of(name, job, *replica)
     if attempt is None:
         return None
     status = pod.get("status")

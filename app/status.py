@@ -1,7 +1,7 @@
 """The job's status: the previous one read once, this sync's decision about the job, and the
 whole status assembled from them, for a valid spec and for an invalid one."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -40,9 +40,8 @@ class Previous:
     finished: bool
 
     def without(self, ctype: str) -> "Previous":
-        return Previous(
-            c.without(self.conditions, ctype), self.start_time, self.replica_statuses, self.finished
-        )
+        conds = c.without(self.conditions, ctype)
+        return replace(self, conditions=conds, finished=c.finished(conds))
 
 
 def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous:

@@ -215,6 +215,8 @@ class Admission:
 
 
 def _add_sync(app: FastAPI, config: settings.Settings, admission: Admission) -> None:
+    """POST /sync: admit, answer, log and count, and hand the answer over in pieces."""
+
     @app.post("/sync", openapi_extra=_SYNC_DOC, responses=_SYNC_RESPONSES, response_model=None)
     async def sync_hook(request: Request) -> Response:
         started = time.perf_counter()
@@ -258,6 +260,8 @@ def _add_openapi(app: FastAPI, token: BearerToken) -> None:
 
 
 def _add_probes(app: FastAPI) -> None:
+    """GET /healthz and /metrics."""
+
     @app.get("/healthz", response_class=PlainTextResponse, responses=_TEXT)
     async def healthz() -> PlainTextResponse:
         return PlainTextResponse("ok")
