@@ -139,10 +139,14 @@ def _containers(status: dict[str, Any]) -> tuple[int, int | None]:
         if not isinstance(container, dict):
             continue
         restarts += count(container.get("restartCount")) or 0
-        code = dig(container, "state", "terminated", "exitCode")
+        state = container.get("state")
+        terminated = state.get("terminated") if isinstance(state, dict) else None
+        code = terminated.get("exitCode") if isinstance(terminated, dict) else None
         if type(code) is int:
             name = container.get("name")  # any JSON value: only a string can be the main one
             codes[name if isinstance(name, str) else None] = code
+    if not codes:  # no container has terminated: the usual case
+        return restarts, None
     main = codes.pop(names.MAIN_CONTAINER, None)
     if main:
         return restarts, main
