@@ -44,7 +44,7 @@ _RESERVED = frozenset(RESERVED_ENV)
 
 
 @dataclass(frozen=True)
-class Kind:
+class ReplicaTypeContext:
     """What every pod and Service of one replica type shares, worked out once per sync: a
     job of 1,000 workers builds 1,000 pods from it, each adding only its own index."""
 
@@ -61,11 +61,16 @@ class Kind:
     # Each container with our ports and `envFrom`, and the template's own variables that it
     # keeps.
     containers: tuple[tuple[dict[str, Any], list[Any]], ...]
-    service_ports: tuple[dict[str, Any], ...]
+    # Every Service of the type holds this one list: answers are serialized, never changed.
+    service_ports: list[dict[str, Any]]
+    # Names of the type's children, up to the replica index: `<job>-<type>-`.
+    name_prefix: str
+    # A Service's labels and selector; the replica index is filled in per Service.
+    selector: dict[str, str]
 
 
 @dataclass(frozen=True)
-class Job:
+class JobContext:
     """What every child of one job shares, worked out once per sync."""
 
     name: str
@@ -78,7 +83,7 @@ class Job:
     head_env: tuple[dict[str, Any], ...]
     # The job-wide DMLC_* variables written into each pod's env: none with `envFrom`.
     dmlc_env: tuple[dict[str, str], ...]
-    kinds: Mapping[ReplicaType, Kind]
+    by_type: Mapping[ReplicaType, ReplicaTypeContext]
     gang: GangScheduler | None = None
     # True when the controller declares ConfigMap children: MX_CONFIG's shared parts and
     # the job-wide variables then live in the job's ConfigMap, and each pod carries only its
@@ -111,7 +116,7 @@ def job_context(
     scheduler: GangScheduler | None = None,
     config_map: bool = False,
     observed: Readers = Readers(),
-) -> Job:
+) -> JobContext:
     """What every child of the job shares. `config_map`: the controller declares ConfigMap
     children; `observed`: how the job's observed pods read the ConfigMap."""
     legacy = config_map and observed.old_keys
@@ -122,17 +127,17 @@ def job_context(
     env_from = (
         {"configMapRef": {"name": config_map_name(name)}} if config_map and not legacy else None
     )
-    kinds = {t: _kind(name, t, r, head, env_from) for t, r in spec.mxReplicaSpecs.items()}
+    by_type = {t: _type_context(name, t, r, head, env_from) for t, r in spec.mxReplicaSpecs.items()}
     head_env = _shared_env(name) if legacy else ()
     dmlc_env = () if env_from else _dmlc_env(name, spec)
-    return Job(
+    return JobContext(
         name,
         namespace,
         spec,
         shared,
         head_env,
         dmlc_env,
-        kinds,
+        by_type,
         scheduler,
         config_map,
         legacy_keys=legacy,
@@ -181,13 +186,13 @@ def _reads_whole(env_from: Any, config_map: str) -> bool:
     return False
 
 
-def _kind(
+def _type_context(
     name: str,
     rtype: ReplicaType,
     replica: ReplicaSpec,
     head: str,
     env_from: dict[str, Any] | None,
-) -> Kind:
+) -> ReplicaTypeContext:
     template = replica.template
     meta = template.get("metadata") or {}
     # Placeholders keep each key where the per-pod value will go, so the order is the same.
@@ -200,7 +205,7 @@ def _kind(
     role: tuple[dict[str, str], ...] = ({"name": "DMLC_ROLE", "value": rtype.lowered},)
     if env_from is None:
         role += ({"name": "DMLC_USE_KUBERNETES", "value": "1"},)
-    return Kind(
+    return ReplicaTypeContext(
         rtype=rtype,
         mx_config=(f'{head}"task":{{"index":', f',"type":"{rtype.lowered}"}}}}'),
         role_env=role,
@@ -214,7 +219,9 @@ def _kind(
         spec=template["spec"]
         | {"restartPolicy": _pod_restart_policy(replica.restartPolicy), "containers": []},
         containers=containers,
-        service_ports=tuple(_service_port(p) for p in main["ports"]),
+        service_ports=[_service_port(p) for p in main["ports"]],
+        name_prefix=names.child_name(name, rtype, 0)[:-1],
+        selector=names.selector(name, rtype, 0),
     )
 
 
@@ -273,7 +280,7 @@ def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
 
 def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
     """The length of the longest MX_CONFIG the job's processes read, worked out from the
-    counts alone (a job of any size costs the same): what `_shared_parts` and `_kind`
+    counts alone (a job of any size costs the same): what `_shared_parts` and `_type_context`
     write, character for character."""
     cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # its `{`, and commas between types
     task = 0
@@ -312,11 +319,11 @@ def _shared_env(name: str) -> tuple[dict[str, Any], ...]:
     )
 
 
-def config_map(job: Job) -> dict[str, Any]:
+def config_map(job: JobContext) -> dict[str, Any]:
     """The job's ConfigMap: the variables every container of the job reads with the same
     value (MX_CONFIG's shared parts and the job-wide DMLC_* ones), stored once and keyed by
     their names; in release 0.1.0's layout, MX_CONFIG's shared parts as `cluster` and
-    `labels` (see `Job.legacy_keys`)."""
+    `labels` (see `JobContext.legacy_keys`)."""
     labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: job.name}
     meta = _metadata(job, config_map_name(job.name), labels, {})
     data: dict[str, str] = {}
@@ -339,7 +346,7 @@ def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
     )
 
 
-def _env(job: Job, kind: Kind, index: int) -> list[dict[str, Any]]:
+def _env(job: JobContext, kind: ReplicaTypeContext, index: int) -> list[dict[str, Any]]:
     """Our variables, ahead of the container's own (which may refer to them)."""
     before, after = kind.mx_config
     env: list[dict[str, Any]] = [
@@ -378,7 +385,7 @@ def _pod_restart_policy(policy: RestartPolicy) -> str:
 
 
 def _metadata(
-    job: Job, name: str, labels: dict[str, str], annotations: dict[str, str]
+    job: JobContext, name: str, labels: dict[str, str], annotations: dict[str, str]
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name}
     if job.namespace:
@@ -396,23 +403,25 @@ def _recorded(attempt: int, restarts_before: int) -> dict[str, str]:
 
 
 def pod(
-    job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
+    job: JobContext, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
-    """The pod for one attempt of one replica: the template plus what the contract adds."""
-    kind = job.kinds[rtype]
-    labels = kind.labels | {names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)}
-    annotations = dict(kind.annotations)
+    """The pod for one attempt of one replica: the template plus what the contract adds.
+    It shares the template's objects with the request and its siblings (answers are only
+    serialized); what differs from pod to pod is made fresh."""
+    of_type = job.by_type[rtype]
+    labels = of_type.labels | {names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)}
+    annotations = dict(of_type.annotations)
     if restarts_before:
         annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
-    env = _env(job, kind, index)
-    containers = [base | {"env": env + theirs} for base, theirs in kind.containers]
-    spec = kind.spec | {"containers": containers}
-    name = names.pod_name(job.name, rtype, index, attempt)
+    env = _env(job, of_type, index)
+    containers = [base | {"env": env + theirs} for base, theirs in of_type.containers]
+    prefix = of_type.name_prefix
+    name = f"{prefix}{index}" if attempt == 0 else f"{prefix}{index}-r{attempt}"
     built = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _metadata(job, name, labels, annotations),
-        "spec": spec,
+        "spec": of_type.spec | {"containers": containers},
     }
     if job.gang:
         join(job.gang, built, job.name)
@@ -420,22 +429,19 @@ def pod(
 
 
 def service(
-    job: Job, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
+    job: JobContext, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
     """The headless Service that gives a replica its stable DNS name across attempts."""
-    ports = job.kinds[rtype].service_ports
-    name = names.child_name(job.name, rtype, index)
-    labels = names.selector(job.name, rtype, index)
-    meta = _metadata(job, name, labels, _recorded(attempt, restarts_before))
+    of_type = job.by_type[rtype]
+    labels = of_type.selector | {names.LABEL_INDEX: str(index)}
+    meta = _metadata(
+        job, f"{of_type.name_prefix}{index}", labels, _recorded(attempt, restarts_before)
+    )
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": meta,
-        "spec": {
-            "clusterIP": "None",
-            "selector": dict(labels),
-            "ports": [dict(p) for p in ports],
-        },
+        "spec": {"clusterIP": "None", "selector": dict(labels), "ports": of_type.service_ports},
     }
 
 

@@ -19,7 +19,7 @@ _STATUSES = ("True", "False", "Unknown")
 _FIELDS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
 
 
-def parse(raw: Any) -> list[Condition]:
+def well_formed(raw: Any) -> list[Condition]:
     """The well-formed conditions of an observed status, one per type, in order."""
     if not isinstance(raw, list):
         return []

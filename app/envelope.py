@@ -4,6 +4,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+# (namespace, name) of the job a request is about, as far as it says.
+JobId = tuple[str | None, str | None]
 POD = "Pod.v1"
 SERVICE = "Service.v1"
 CONFIG_MAP = "ConfigMap.v1"
@@ -52,7 +54,7 @@ def _name(child: dict[str, Any]) -> Any:
     return meta.get("name") if isinstance(meta, dict) else None
 
 
-def parse(body: Any) -> SyncRequest:
+def read_request(body: Any) -> SyncRequest:
     """The request, or BadRequest naming what is wrong with it."""
     if not isinstance(body, dict):
         raise BadRequest("a sync request is a JSON object with a `parent`")
@@ -68,3 +70,38 @@ def _summary(err: ValidationError) -> str:
         field = ".".join(str(part) for part in error["loc"]) or "request"
         problems.append(f"{field}: {error['msg']}")
     return "not a valid sync request: " + "; ".join(problems)
+
+
+def job_of(body: Any) -> JobId:
+    """Which job a request, valid or not, is about, for the logs of a refused or failed sync."""
+    parent = _parent(body)
+    meta = parent.get("metadata") if parent else None
+    if not isinstance(meta, dict):
+        return None, None
+    return _text(meta.get("namespace")), _text(meta.get("name"))
+
+
+def _parent(body: Any) -> dict[str, Any] | None:
+    parent = body.get("parent") if isinstance(body, dict) else None
+    return parent if isinstance(parent, dict) else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def declared_replicas(body: Any) -> int | None:
+    """How many replicas a request's spec asks for in all (an absent count is 1, as in the
+    spec's defaults), read before the request is: None for anything unexpected."""
+    parent = _parent(body)
+    spec = parent.get("spec") if parent else None
+    specs = spec.get("mxReplicaSpecs") if isinstance(spec, dict) else None
+    if not isinstance(specs, dict):
+        return None
+    total = 0
+    for replica in specs.values():
+        count = replica.get("replicas", 1) if isinstance(replica, dict) else None
+        if type(count) is not int or count < 0:
+            return None
+        total += count
+    return total

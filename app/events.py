@@ -6,7 +6,7 @@ from typing import Any
 
 from app import conditions, names
 from app.envelope import ObjectMeta
-from app.status import parse_time
+from app.times import parse_time
 
 CHILD_TYPE = "Event.v1"
 # Metacontroller recreates a desired child that vanishes, so an Event must stop being desired

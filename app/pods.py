@@ -9,9 +9,14 @@ from app import names
 from app.spec import BY_LOWERED, ORDER, ReplicaType
 
 _PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
+# Counts as the hook writes them, looked up rather than checked and converted: every observed
+# pod and Service has a few (replica index, attempt, restarts). Others take the long way.
+_DECIMALS = {str(n): n for n in range(4096)}
 
 
-@dataclass(frozen=True)
+# Not frozen, which would double the cost of making one, once per observed pod per sync:
+# nothing changes an Attempt once it is made.
+@dataclass(slots=True)
 class Attempt:
     """One observed pod: a single attempt at running one replica index."""
 
@@ -45,6 +50,8 @@ def count(value: Any) -> int | None:
 
     `str.isdigit` alone is true for "²", "①" or "٣", which `int` refuses or reads as a
     number nobody wrote: only what the hook itself writes counts, anything else is malformed."""
+    if type(value) is str and value in _DECIMALS:
+        return _DECIMALS[value]
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
         return int(value)
     if type(value) is int and value >= 0:
@@ -62,41 +69,45 @@ def observe(pods: Iterable[Any], job: str) -> list[Attempt]:
 
 def replica_of(labels: dict[str, Any], job: str) -> tuple[ReplicaType, int] | None:
     """(replica type, index) a child's labels name, if it is one of `job`'s."""
-    rtype = BY_LOWERED.get(str(labels.get(names.LABEL_TYPE)))
+    if labels.get(names.LABEL_JOB) != job:
+        return None
+    lowered = labels.get(names.LABEL_TYPE)
+    rtype = BY_LOWERED.get(lowered) if isinstance(lowered, str) else None
     index = count(labels.get(names.LABEL_INDEX))
-    if labels.get(names.LABEL_JOB) != job or rtype is None or index is None:
+    if rtype is None or index is None:
         return None
     return rtype, index
 
 
 def _attempt(pod: Any, job: str) -> Attempt | None:
-    # Called for every observed pod on every sync: each nested dict is looked up once.
-    meta = dig(pod, "metadata")
-    labels = dig(meta, "labels")
-    name = dig(meta, "name")
+    # Called for every observed pod on every sync (the hook's hottest loop): each nested
+    # dict is looked up once, and the common case (a first attempt) takes no detour.
+    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    labels, name = meta.get("labels"), meta.get("name")
     if not isinstance(labels, dict) or not isinstance(name, str):
         return None
     replica = replica_of(labels, job)
     if replica is None:
         return None
     rtype, index = replica
-    attempt = attempt_of(name, job, rtype, index)
+    attempt = 0 if name == f"{job}-{rtype.lowered}-{index}" else attempt_of(name, job, *replica)
     if attempt is None:
         return None
-    status = dig(pod, "status")
-    phase = dig(status, "phase")
-    statuses = _container_statuses(status)
+    status = pod.get("status")
+    if not isinstance(status, dict):
+        status = {}
+    phase = status.get("phase")
+    in_place_restarts, exit_code = _containers(status)
+    annotations = meta.get("annotations")
+    restarts = annotations.get(names.ANNOTATION_RESTARTS) if isinstance(annotations, dict) else None
+    # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
+    phase = phase if isinstance(phase, str) and phase in _PHASES else "Pending"
+    reason = str(status.get("reason") or "")
+    restarts_before = count(restarts) or 0
     return Attempt(
-        name=name,
-        rtype=rtype,
-        index=index,
-        attempt=attempt,
-        restarts_before=count(dig(meta, "annotations", names.ANNOTATION_RESTARTS)) or 0,
-        # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
-        phase=phase if isinstance(phase, str) and phase in _PHASES else "Pending",
-        in_place_restarts=sum(count(s.get("restartCount")) or 0 for s in statuses),
-        exit_code=_exit_code(statuses),
-        reason=str(dig(status, "reason") or ""),
+        name, rtype, index, attempt, restarts_before, phase, in_place_restarts, exit_code, reason
     )
 
 
@@ -117,25 +128,29 @@ def attempt_of(name: str, job: str, rtype: ReplicaType, index: int) -> int | Non
     return None
 
 
-def _container_statuses(status: Any) -> list[dict[str, Any]]:
-    statuses = dig(status, "containerStatuses")
+def _containers(status: dict[str, Any]) -> tuple[int, int | None]:
+    """The in-place restarts of a pod's containers, and its exit code: the main container's,
+    or the first non-zero one of another container."""
+    statuses = status.get("containerStatuses")
     if not isinstance(statuses, list):
-        return []
-    return [s for s in statuses if isinstance(s, dict)]
-
-
-def _exit_code(statuses: list[dict[str, Any]]) -> int | None:
-    """The main container's exit code, or the first non-zero one of another container."""
-    codes = {}
-    for status in statuses:
-        code = dig(status, "state", "terminated", "exitCode")
+        return 0, None
+    restarts, codes = 0, {}
+    for container in statuses:
+        if not isinstance(container, dict):
+            continue
+        restarts += count(container.get("restartCount")) or 0
+        state = container.get("state")
+        terminated = state.get("terminated") if isinstance(state, dict) else None
+        code = terminated.get("exitCode") if isinstance(terminated, dict) else None
         if type(code) is int:
-            name = status.get("name")  # any JSON value: only a string can be the main container
+            name = container.get("name")  # any JSON value: only a string can be the main one
             codes[name if isinstance(name, str) else None] = code
+    if not codes:  # no container has terminated: the usual case
+        return restarts, None
     main = codes.pop(names.MAIN_CONTAINER, None)
     if main:
-        return main
-    return next((c for c in codes.values() if c), main)
+        return restarts, main
+    return restarts, next((c for c in codes.values() if c), main)
 
 
 def describe_exit(code: int | None) -> str:

@@ -1,13 +1,12 @@
 """Per replica index: the current attempt, what it needs, and which pods to keep."""
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
 from typing import Any
 
 from app import names
-from app.pods import Attempt, count, dig, replica_of
+from app.pods import Attempt, count, replica_of
 from app.spec import MXJobSpec, ReplicaType, RestartPolicy
 
 RETRYABLE_EXIT = 128
@@ -22,7 +21,8 @@ class Verdict(StrEnum):
     PERMANENT = "permanent"
 
 
-@dataclass(frozen=True)
+# Not frozen (see Attempt): nothing changes a Replica once it is made.
+@dataclass(slots=True)
 class Replica:
     """One replica index of a job and every attempt of it that was observed."""
 
@@ -32,30 +32,13 @@ class Replica:
     attempts: tuple[Attempt, ...]
     # (attempt, restarts before it) recorded on the replica's Service, for when no pod is left.
     recorded: tuple[int, int] = (0, 0)
+    # Worked out once: status, restarts and the children each ask, for every replica index.
+    current: Attempt | None = field(init=False)
+    verdict: Verdict = field(init=False)
 
-    # Cached: status, restarts and the children each ask again, for every replica index.
-    @cached_property
-    def current(self) -> Attempt | None:
-        return self.attempts[-1] if self.attempts else None
-
-    @cached_property
-    def verdict(self) -> Verdict:
-        current = self.current
-        if current is None:
-            return Verdict.MISSING
-        if current.phase == "Failed":
-            return Verdict.RETRY if self._retryable(current) else Verdict.PERMANENT
-        return {"Running": Verdict.RUNNING, "Succeeded": Verdict.SUCCEEDED}.get(
-            current.phase, Verdict.PENDING
-        )
-
-    def _retryable(self, current: Attempt) -> bool:
-        if self.policy is RestartPolicy.NEVER:
-            return False
-        if self.policy is RestartPolicy.EXIT_CODE and current.exit_code is not None:
-            # 1-127 are the program's own verdict; 128+ are signals and user-retryable codes.
-            return current.exit_code == 0 or current.exit_code >= RETRYABLE_EXIT
-        return True
+    def __post_init__(self) -> None:
+        self.current = self.attempts[-1] if self.attempts else None
+        self.verdict = _verdict(self.policy, self.current)
 
     @property
     def restarts(self) -> int:
@@ -87,16 +70,40 @@ class Replica:
         return list(self.attempts[-2:])
 
 
+def _verdict(policy: RestartPolicy, current: Attempt | None) -> Verdict:
+    if current is None:
+        return Verdict.MISSING
+    if current.phase == "Failed":
+        return Verdict.RETRY if _retryable(policy, current) else Verdict.PERMANENT
+    return _PHASE_VERDICTS.get(current.phase, Verdict.PENDING)
+
+
+_PHASE_VERDICTS = {"Running": Verdict.RUNNING, "Succeeded": Verdict.SUCCEEDED}
+
+
+def _retryable(policy: RestartPolicy, current: Attempt) -> bool:
+    if policy is RestartPolicy.NEVER:
+        return False
+    if policy is RestartPolicy.EXIT_CODE and current.exit_code is not None:
+        # 1-127 are the program's own verdict; 128+ are signals and user-retryable codes.
+        return current.exit_code == 0 or current.exit_code >= RETRYABLE_EXIT
+    return True
+
+
 def recorded_attempts(
     services: Iterable[Any], job: str
 ) -> dict[tuple[ReplicaType, int], tuple[int, int]]:
     """Attempt numbers the Services remember, keyed by (replica type, index)."""
     out = {}
     for service in services:
-        labels = dig(service, "metadata", "labels")
-        annotations = dig(service, "metadata", "annotations")
-        replica = replica_of(labels, job) if isinstance(labels, dict) else None
-        if replica is None or not isinstance(annotations, dict):
+        meta = service.get("metadata") if isinstance(service, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        labels, annotations = meta.get("labels"), meta.get("annotations")
+        if not isinstance(labels, dict) or not isinstance(annotations, dict):
+            continue
+        replica = replica_of(labels, job)
+        if replica is None:
             continue
         attempt = count(annotations.get(names.LABEL_ATTEMPT)) or 0
         restarts = count(annotations.get(names.ANNOTATION_RESTARTS)) or 0
@@ -107,20 +114,23 @@ def recorded_attempts(
 def replicas_of(
     spec: MXJobSpec,
     attempts: list[Attempt],
-    recorded: dict[tuple[ReplicaType, int], tuple[int, int]],
+    recorded: Callable[[], dict[tuple[ReplicaType, int], tuple[int, int]]],
 ) -> list[Replica]:
-    """Every replica index the spec asks for, in canonical order, with its attempts."""
+    """Every replica index the spec asks for, in canonical order, with its attempts.
+    `recorded` reads the attempts the Services remember, which only an index with no pod
+    left needs: a job whose every index has a pod never reads its Services."""
     by_slot: dict[tuple[ReplicaType, int], list[Attempt]] = {}
     for attempt in attempts:
         by_slot.setdefault((attempt.rtype, attempt.index), []).append(attempt)
-    return [
-        Replica(
-            rtype=rtype,
-            index=index,
-            policy=spec.mxReplicaSpecs[rtype].restartPolicy,
-            attempts=tuple(sorted(by_slot.get((rtype, index), []), key=lambda a: a.attempt)),
-            recorded=recorded.get((rtype, index), (0, 0)),
-        )
-        for rtype in spec.types()
-        for index in range(spec.replicas(rtype))
-    ]
+    slots = [(rtype, index) for rtype in spec.types() for index in range(spec.replicas(rtype))]
+    remembered = {} if all(slot in by_slot for slot in slots) else recorded()
+    policies = {rtype: replica.restartPolicy for rtype, replica in spec.mxReplicaSpecs.items()}
+    out = []
+    for slot in slots:
+        found = by_slot.get(slot, [])
+        if len(found) > 1:
+            found.sort(key=lambda a: a.attempt)
+        rtype, index = slot
+        done = remembered.get(slot, (0, 0))
+        out.append(Replica(rtype, index, policies[rtype], tuple(found), done))
+    return out

@@ -12,7 +12,7 @@ from prometheus_client import Counter
 from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from app import logging as logs
+from app import jsonlog as logs
 from app import metrics, settings
 
 try:

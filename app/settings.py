@@ -110,10 +110,6 @@ class Settings(BaseModel):
     def budget_bytes(self) -> int:
         return self.bytes_in_flight or self.max_body_bytes
 
-    @property
-    def auth_enabled(self) -> bool:
-        return self.auth_token is not None or self.auth_token_file is not None
-
 
 def from_env(environ: Mapping[str, str] = os.environ) -> Settings:
     fields = {

@@ -1,7 +1,7 @@
-"""The job's status, computed from the spec, the observed attempts and the previous status."""
+"""The job's status: the previous one read once, this sync's decision about the job, and the
+whole status assembled from them, for a valid spec and for an invalid one."""
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +10,7 @@ from app.conditions import Condition
 from app.pods import Attempt, describe_exit
 from app.replicas import Replica, Verdict
 from app.spec import MXJobSpec, ReplicaType
+from app.times import format_time, parse_time, seconds_until
 
 REASON_CREATED = "MXJobCreated"
 REASON_RUNNING = "MXJobRunning"
@@ -24,24 +25,42 @@ REASON_INVALID = "MXJobInvalidSpec"
 # Reasons that stop a job against its will: its running pods go, whatever cleanPodPolicy says.
 REASONS_STOPPED = (REASON_DEADLINE, REASON_BACKOFF)
 
-
-def stamp(now: datetime) -> str:
-    """RFC 3339 in UTC, to the second, as Kubernetes writes times."""
-    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else None
+Counts = dict[str, dict[str, int]]
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Previous:
+    """The status the job had, as far as it is well-formed: read once per sync."""
+
+    conditions: list[Condition]
+    # Only a time that parses.
+    start_time: str | None
+    # As observed: read only when the job is finished, or its spec invalid.
+    replica_statuses: Any
+    finished: bool
+
+    def without(self, ctype: str) -> "Previous":
+        conds = c.without(self.conditions, ctype)
+        return replace(self, conditions=conds, finished=c.finished(conds))
+
+
+def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous:
+    """The previous status. Earlier versions failed a job for good when an edit broke its spec
+    (Failed with MXJobInvalidSpec). For a job that still has children that is not terminal:
+    that condition is dropped, and the job goes on as an edited one. A job invalid from its
+    creation has no children."""
+    status = status or {}
+    conds = c.well_formed(status.get("conditions"))
+    failed = c.find(conds, c.FAILED)
+    if has_children and failed and failed.get("reason") == REASON_INVALID:
+        conds = c.without(conds, c.FAILED)
+    start = status.get("startTime")
+    start_time = start if parse_time(start) else None
+    return Previous(conds, start_time, status.get("replicaStatuses"), c.finished(conds))
+
+
+@dataclass(frozen=True)
+class Decision:
     """What this sync decided about the job as a whole."""
 
     conditions: list[Condition]
@@ -59,27 +78,26 @@ def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
 
 
 def decide(
-    name: str, spec: MXJobSpec, replicas: list[Replica], previous: dict[str, Any], now: datetime
-) -> Outcome:
+    name: str, spec: MXJobSpec, replicas: list[Replica], previous: Previous, now: datetime
+) -> Decision:
     """Conditions, start time and resync delay for a valid job."""
-    at = stamp(now)
-    conds = c.parse(previous.get("conditions"))
-    old_start = previous.get("startTime") if parse_time(previous.get("startTime")) else None
-    if c.finished(conds):
-        return Outcome(conds, old_start, 0)
+    at = format_time(now)
+    conds = previous.conditions
+    if previous.finished:
+        return Decision(conds, previous.start_time, 0)
     conds = c.set_condition(
         conds, c.CREATED, "True", REASON_CREATED, f"MXJob {name} is created.", at
     )
     if spec.runPolicy.suspend:
-        return Outcome(_suspend(name, conds, at), None, 0)
+        return Decision(_suspend(name, conds, at), None, 0)
     if c.is_true(conds, c.SUSPENDED):
         resumed = f"MXJob {name} is resumed."
         conds = c.set_condition(conds, c.SUSPENDED, "False", REASON_RESUMED, resumed, at)
-    start = old_start or at
+    start = previous.start_time or at
     failure = _failure(name, spec, replicas, start, now)
     if failure:
-        return Outcome(c.set_condition(conds, c.FAILED, "True", *failure, at), start, 0)
-    return Outcome(
+        return Decision(c.set_condition(conds, c.FAILED, "True", *failure, at), start, 0)
+    return Decision(
         _progress(name, spec, replicas, conds, at), start, _deadline_in(spec, start, now)
     )
 
@@ -133,22 +151,11 @@ def _deadline_in(spec: MXJobSpec, start: str, now: datetime) -> int:
     return seconds_until(started, deadline, now)
 
 
-# The longest wait the hook asks for. Metacontroller holds resyncAfterSeconds in a Go
-# time.Duration (at most ~292 years), and a datetime ends in year 9999: whole-second
-# arithmetic capped here overflows neither, whatever a spec or a status says.
-MAX_WAIT_SECONDS = 2**31 - 1
-
-
-def seconds_until(since: datetime, seconds: int, now: datetime) -> int:
-    """Whole seconds from `now` until `seconds` after `since`: 0 once past, capped."""
-    left = math.ceil((since - now).total_seconds()) + seconds
-    return min(max(left, 0), MAX_WAIT_SECONDS)
-
-
 def _progress(
     name: str, spec: MXJobSpec, replicas: list[Replica], conds: list[Condition], at: str
 ) -> list[Condition]:
-    mine = [r for r in replicas if r.rtype in deciders(spec)]
+    decide_by = deciders(spec)
+    mine = [r for r in replicas if r.rtype in decide_by]
     if mine and all(r.verdict is Verdict.SUCCEEDED for r in mine):
         message = f"MXJob {name} successfully completed."
         return c.set_condition(conds, c.SUCCEEDED, "True", REASON_SUCCEEDED, message, at)
@@ -167,8 +174,7 @@ def _restarting(replica: Replica) -> bool:
     """A failed attempt is being replaced: asked for this sync, or pending."""
     if replica.verdict is Verdict.RETRY:
         return True
-    failed = _replaced(replica)
-    return replica.verdict is Verdict.PENDING and failed is not None
+    return replica.verdict is Verdict.PENDING and _replaced(replica) is not None
 
 
 def _replaced(replica: Replica) -> Attempt | None:
@@ -182,7 +188,7 @@ def _exited_or_replaced(replica: Replica) -> str:
     return _exited(Replica(replica.rtype, replica.index, replica.policy, (failed,)))
 
 
-def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> dict[str, dict[str, int]]:
+def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> Counts:
     """Counts of the current attempts, by replica type."""
     out = {t.value: {"active": 0, "succeeded": 0, "failed": 0} for t in spec.types()}
     field = {"Running": "active", "Succeeded": "succeeded", "Failed": "failed"}
@@ -191,3 +197,88 @@ def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> dict[str, dict
         if current and current.phase in field:
             out[replica.rtype.value][field[current.phase]] += 1
     return out
+
+
+def of_valid_job(
+    decision: Decision, spec: MXJobSpec, replicas: list[Replica], previous: Previous
+) -> dict[str, Any]:
+    """The status of a job whose spec is valid."""
+    counts = replica_statuses(spec, replicas)
+    if previous.finished:
+        # A finished job keeps the counts it finished with, after clean-up too.
+        counts = _kept_counts(previous.replica_statuses, counts)
+    return _assembled(decision.conditions, counts, decision.start_time)
+
+
+def of_invalid_job(
+    name: str, problem: str, previous: Previous, has_children: bool, now: datetime
+) -> dict[str, Any]:
+    """The status of a job whose spec is invalid. A job the hook never accepted fails for
+    good. A job that has children, or was accepted before (suspended, say), was broken by an
+    edit: the InvalidSpec condition says what is wrong, and the next sync with a valid spec
+    carries on from the status the job had."""
+    conds = previous.conditions
+    message = f"MXJob {name} has an invalid spec: {problem}."
+    counts: Counts = {}
+    if has_children or c.is_true(conds, c.CREATED):
+        message += " Its pods and Services are kept as they are until the spec is valid again."
+        conds = c.set_condition(
+            conds, c.INVALID_SPEC, "True", REASON_INVALID, message, format_time(now),
+            new_message=True,
+        )  # fmt: skip
+        counts = _recorded_counts(previous.replica_statuses)
+    elif not previous.finished:
+        conds = c.set_condition(conds, c.FAILED, "True", REASON_INVALID, message, format_time(now))
+    return _assembled(conds, counts, previous.start_time)
+
+
+def says_invalid(status: dict[str, Any]) -> bool:
+    """Whether a status names an invalid spec (what the hook's metrics count as such)."""
+    return any(cond.get("reason") == REASON_INVALID for cond in status["conditions"])
+
+
+def completion_time(conds: list[Condition]) -> str | None:
+    for ctype in (c.SUCCEEDED, c.FAILED):
+        found = c.find(conds, ctype)
+        if found and found.get("status") == "True":
+            return found.get("lastTransitionTime")
+    return None
+
+
+def _assembled(conds: list[Condition], counts: Counts, start: str | None) -> dict[str, Any]:
+    """The whole status: Metacontroller replaces `.status` with it, so nothing is left out."""
+    status: dict[str, Any] = {"conditions": conds, "replicaStatuses": counts}
+    if parse_time(start):
+        status["startTime"] = start
+    completed = completion_time(conds)
+    if completed:
+        status["completionTime"] = completed
+    return status
+
+
+def _kept_counts(recorded: Any, counts: Counts) -> Counts:
+    if not isinstance(recorded, dict) or set(recorded) != set(counts):
+        return counts
+    return {t: _well_formed_counts(recorded[t], counts[t]) for t in counts}
+
+
+def _recorded_counts(recorded: Any) -> Counts:
+    """The replica counts a previous status recorded, well-formed, for replica types only."""
+    if not isinstance(recorded, dict):
+        return {}
+    empty = {"active": 0, "succeeded": 0, "failed": 0}
+    return {
+        t.value: _well_formed_counts(recorded[t.value], empty)
+        for t in ReplicaType
+        if t.value in recorded
+    }
+
+
+def _well_formed_counts(recorded: Any, fallback: dict[str, int]) -> dict[str, int]:
+    if not isinstance(recorded, dict):
+        return fallback
+    return {k: _count(recorded.get(k), v) for k, v in fallback.items()}
+
+
+def _count(value: Any, fallback: int) -> int:
+    return value if type(value) is int and value >= 0 else fallback

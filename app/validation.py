@@ -49,7 +49,7 @@ SYNC_BYTES_PER_CONTAINER = 1_700
 SYNC_BYTES_PER_NAME_CHARACTER = 20
 
 
-def parse(job_name: str, raw_spec: Any) -> MXJobSpec:
+def validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
     """Return the defaulted, validated spec, or raise SpecError naming every broken rule."""
     try:
         spec = MXJobSpec.model_validate(normalise(raw_spec))
@@ -76,7 +76,7 @@ def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
             f"a process's environment variable holds at most {MAX_MX_CONFIG:,}; use fewer "
             "replicas or a shorter job name"
         ]
-    request = sync_request_bytes(job_name, spec)
+    request = sync_request_bytes(job_name, spec, mx_config)
     if request > MAX_SYNC_BYTES:
         return [
             f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
@@ -86,9 +86,12 @@ def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
     return []
 
 
-def sync_request_bytes(job_name: str, spec: MXJobSpec) -> int:
-    """An upper estimate of a sync request's bytes once every child exists (see above)."""
-    total = 2 * mx_config_bytes(job_name, spec)  # the ConfigMap and its last-applied copy
+def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = None) -> int:
+    """An upper estimate of a sync request's bytes once every child exists (see above), given
+    `mx_config_bytes` if it is known."""
+    if mx_config is None:
+        mx_config = mx_config_bytes(job_name, spec)
+    total = 2 * mx_config  # the ConfigMap and its last-applied copy
     for replica in spec.mxReplicaSpecs.values():
         pod_spec = replica.template.get("spec") or {}
         containers = len(pod_spec.get("containers") or []) + len(

@@ -18,13 +18,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from app import __version__, metrics, settings
+from app import __version__, envelope, metrics, settings
 from app.auth import BearerToken
 from app.budget import ByteBudget
-from app.envelope import BadRequest, SyncRequest
-from app.logging import JOB, LOGGER
-from app.reconcile import sync
-from app.status import REASON_INVALID
+from app.envelope import BadRequest, JobId, SyncRequest
+from app.jsonlog import CURRENT_JOB, LOGGER
+from app.reconcile import SyncResult, sync_result
 
 log = logging.getLogger(f"{LOGGER}.sync")
 # A request larger than this (or of unknown length) is read and answered one at a time.
@@ -84,9 +83,6 @@ _TEXT: dict[int | str, dict[str, Any]] = {
 }
 
 
-Job = tuple[str | None, str | None]
-
-
 class Refused(Exception):
     """A request answered with a 4xx or 503: not authorised, too large, too slow, too many
     bytes in flight, queued too long, or not a sync request."""
@@ -96,7 +92,7 @@ class Refused(Exception):
         status: int,
         outcome: str,
         detail: str,
-        job: Job = (None, None),
+        job: JobId = (None, None),
         retry_after: int | None = None,
     ) -> None:
         super().__init__(detail)
@@ -108,7 +104,7 @@ class Crashed(Exception):
     """The core raised: a bug, answered with 500 and logged with the job and the traceback
     (as text: the exception itself, with the frames that hold the request, is not kept)."""
 
-    def __init__(self, job: Job, trace: str) -> None:
+    def __init__(self, job: JobId, trace: str) -> None:
         super().__init__(f"sync of {job} crashed")
         self.job, self.trace = job, trace
 
@@ -122,7 +118,8 @@ class Answer:
     body: bytes
     outcome: str
     children: int
-    job: Job
+    replicas: int
+    job: JobId
     body_bytes: int
 
 
@@ -130,7 +127,7 @@ class Answer:
 # thread: a raised exception's traceback holds the frames, and so the request body and the
 # parsed request, in a reference cycle that only a late collection frees (hundreds of MiB
 # for a large request answered 422 or 500, a few times in a row).
-Outcome = Answer | Refused | Crashed
+Reply = Answer | Refused | Crashed
 
 
 def create_app(config: settings.Settings) -> FastAPI:
@@ -146,82 +143,100 @@ def create_app(config: settings.Settings) -> FastAPI:
         docs_url=None if token.enabled else "/docs",
         redoc_url=None if token.enabled else "/redoc",
     )
-    # Syncs are CPU-bound and hold the GIL: all but the smallest (INLINE_BODY) run one at a
-    # time off the event loop, so that probes still answer during a big one. A large request
-    # also holds a slot of its own from its first byte to its answer, so that however many
-    # Metacontroller sends at once, memory holds one of them; and every body over INLINE_BODY
-    # and every answer over it count against the byte budget (docs/reliability.md).
-    one_at_a_time, one_large = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
-    budget = ByteBudget(config.budget_bytes)
+    _add_sync(app, config, Admission(config, token))
+    _add_openapi(app, token)
+    _add_probes(app)
+    return app
 
-    async def admit(request: Request, deadline: float, stack: contextlib.AsyncExitStack) -> None:
+
+class Admission:
+    """The limits on /sync: who may call, how many bytes may be in flight, and where and
+    when a sync runs.
+
+    Syncs are CPU-bound and hold the GIL: all but the smallest (INLINE_BODY) run one at a
+    time off the event loop, so that probes still answer during a big one. A large request
+    also holds a slot of its own from its first byte to its answer, so that however many
+    Metacontroller sends at once, memory holds one of them; and every body over INLINE_BODY
+    and every answer over it count against the byte budget (docs/reliability.md)."""
+
+    def __init__(self, config: settings.Settings, token: BearerToken) -> None:
+        self.config, self.token = config, token
+        self.one_at_a_time, self.one_large = anyio.CapacityLimiter(1), anyio.CapacityLimiter(1)
+        self.budget = ByteBudget(config.budget_bytes)
+
+    async def admit(
+        self, request: Request, deadline: float, stack: contextlib.AsyncExitStack
+    ) -> None:
         """Check the caller and reserve the body's bytes, or refuse before reading it."""
-        if not token.allows(request.headers.get("authorization")):
+        if not self.token.allows(request.headers.get("authorization")):
             raise Refused(401, "unauthorized", "missing or wrong bearer token")
-        declared = _declared_length(request, config.max_body_bytes)
+        declared = _declared_length(request, self.config.max_body_bytes)
         if declared is not None and declared <= INLINE_BODY:
             return
         # A body of unknown length may be as large as any: it counts as the largest.
-        size = config.max_body_bytes if declared is None else declared
+        size = self.config.max_body_bytes if declared is None else declared
         if size > LARGE_BODY:
             # Large ones queue (one at a time, until the webhook timeout) rather than being
             # refused: there is a single slot for them, and each is a big job's only sync.
-            await _before(deadline, one_large.acquire)
-            stack.callback(one_large.release)
-            await _before(deadline, lambda: budget.take(size))
-        elif not budget.try_take(size):
+            await _before(deadline, self.one_large.acquire)
+            stack.callback(self.one_large.release)
+            await _before(deadline, lambda: self.budget.take(size))
+        elif not self.budget.try_take(size):
             raise Refused(429, "busy", "too many bytes in flight; retry", retry_after=1)
-        stack.callback(budget.release, size)
+        stack.callback(self.budget.release, size)
 
-    async def compute(request: Request, deadline: float, work: Callable[[], Outcome]) -> Outcome:
+    async def compute(self, request: Request, deadline: float, work: Callable[[], Reply]) -> Reply:
         """Run `work` in the worker thread, one at a time, unless its client is gone or it
         waited past the webhook timeout, and not while the budget is overdrawn."""
-        await _before(deadline, one_at_a_time.acquire)
+        await _before(deadline, self.one_at_a_time.acquire)
         try:
             if await request.is_disconnected():
                 raise ClientGone
-            await _before(deadline, budget.until_room)
+            await _before(deadline, self.budget.until_room)
             return await anyio.to_thread.run_sync(work)
         finally:
-            one_at_a_time.release()
+            self.one_at_a_time.release()
 
-    async def answer(request: Request) -> Outcome:
+    async def answer(self, request: Request) -> Reply:
+        """Admit the request, read its body, and sync: on the event loop if it is small."""
+        config = self.config
         arrived = time.monotonic()
         deadline = arrived + config.webhook_timeout_seconds
         async with contextlib.AsyncExitStack() as stack:
-            await admit(request, deadline, stack)
+            await self.admit(request, deadline, stack)
             body = await _read_body(request, config, arrived + config.read_seconds)
             now = config.frozen_clock or datetime.now(UTC)
             if len(body) > INLINE_BODY:
-                return await compute(request, deadline, lambda: _parse_and_answer(body, now))
+                return await self.compute(request, deadline, lambda: _parse_and_answer(body, now))
             parsed = _parse(body)
             if _few_replicas(parsed):
                 return _answer(parsed, now, len(body))
-            return await compute(request, deadline, lambda: _answer(parsed, now, len(body)))
+            return await self.compute(request, deadline, lambda: _answer(parsed, now, len(body)))
+
+
+def _add_sync(app: FastAPI, config: settings.Settings, admission: Admission) -> None:
+    """POST /sync: admit, answer, log and count, and hand the answer over in pieces."""
 
     @app.post("/sync", openapi_extra=_SYNC_DOC, responses=_SYNC_RESPONSES, response_model=None)
     async def sync_hook(request: Request) -> Response:
         started = time.perf_counter()
         try:
-            done = await answer(request)
+            done = await admission.answer(request)
             if not isinstance(done, Answer):
                 raise done
-        except Refused as err:
-            JOB.set(err.job)
-            return _refused(err, time.perf_counter() - started)
-        except Crashed as err:
-            JOB.set(err.job)
-            return _crashed(err, time.perf_counter() - started)
-        except (ClientDisconnect, ClientGone):
-            return _gone(time.perf_counter() - started)
-        JOB.set(done.job)
+        except (Refused, Crashed, ClientDisconnect, ClientGone) as err:
+            return _failed(err, time.perf_counter() - started)
+        CURRENT_JOB.set(done.job)
         seconds = time.perf_counter() - started
         _log_answer(done, seconds, config.slow_sync_seconds)
         metrics.observe(done.outcome, seconds)
         size = len(done.body) if len(done.body) > INLINE_BODY else 0
-        budget.force(size)
-        return _Pieces(done.body, lambda: budget.release(size))
+        admission.budget.force(size)
+        return _Pieces(done.body, lambda: admission.budget.release(size))
 
+
+def _add_openapi(app: FastAPI, token: BearerToken) -> None:
+    """The OpenAPI document with the request model's definitions, behind the token if any."""
     documented = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -230,18 +245,22 @@ def create_app(config: settings.Settings) -> FastAPI:
         return documented()
 
     app.openapi = openapi  # type: ignore[method-assign]
+    if not token.enabled:
+        return
 
-    if token.enabled:
+    @app.get("/openapi.json", include_in_schema=False)
+    async def guarded_openapi(request: Request) -> Response:
+        if not token.allows(request.headers.get("authorization")):
+            detail, challenge = (
+                {"detail": "missing or wrong bearer token"},
+                {"WWW-Authenticate": "Bearer"},
+            )
+            return JSONResponse(detail, status_code=401, headers=challenge)
+        return JSONResponse(app.openapi())
 
-        @app.get("/openapi.json", include_in_schema=False)
-        async def guarded_openapi(request: Request) -> Response:
-            if not token.allows(request.headers.get("authorization")):
-                detail, challenge = (
-                    {"detail": "missing or wrong bearer token"},
-                    {"WWW-Authenticate": "Bearer"},
-                )
-                return JSONResponse(detail, status_code=401, headers=challenge)
-            return JSONResponse(app.openapi())
+
+def _add_probes(app: FastAPI) -> None:
+    """GET /healthz and /metrics."""
 
     @app.get("/healthz", response_class=PlainTextResponse, responses=_TEXT)
     async def healthz() -> PlainTextResponse:
@@ -250,8 +269,6 @@ def create_app(config: settings.Settings) -> FastAPI:
     @app.get("/metrics", response_class=PlainTextResponse, responses=_TEXT)
     async def prometheus_metrics() -> Response:
         return Response(generate_latest(metrics.REGISTRY), media_type=CONTENT_TYPE_LATEST)
-
-    return app
 
 
 class _Pieces(Response):
@@ -313,7 +330,7 @@ async def _read_body(request: Request, config: settings.Settings, deadline: floa
             raise Refused(413, "too_large", f"request body exceeds {config.max_body_bytes} bytes")
 
 
-def _parse_and_answer(body: bytearray, now: datetime) -> Outcome:
+def _parse_and_answer(body: bytearray, now: datetime) -> Reply:
     try:
         parsed = _parse(body)
     except Refused as err:
@@ -329,57 +346,35 @@ def _parse(body: bytearray) -> Any:
 
 
 def _few_replicas(body: Any) -> bool:
-    """Whether the job asks for at most INLINE_REPLICAS replicas (an absent count is 1, as
-    in the spec's defaults), so that answering it is a small, bounded piece of work. Only
-    chooses where the sync runs: anything unexpected counts as many."""
-    parent = body.get("parent") if isinstance(body, dict) else None
-    spec = parent.get("spec") if isinstance(parent, dict) else None
-    specs = spec.get("mxReplicaSpecs") if isinstance(spec, dict) else None
-    if not isinstance(specs, dict):
-        return False
-    total = 0
-    for replica in specs.values():
-        count = replica.get("replicas", 1) if isinstance(replica, dict) else None
-        if type(count) is not int or count < 0:
-            return False
-        total += count
-    return total <= INLINE_REPLICAS
+    """Whether the job asks for at most INLINE_REPLICAS replicas, so that answering it is a
+    small, bounded piece of work. Only chooses where the sync runs: anything unexpected
+    counts as many."""
+    replicas = envelope.declared_replicas(body)
+    return replicas is not None and replicas <= INLINE_REPLICAS
 
 
-def _answer(parsed: Any, now: datetime, body_bytes: int) -> Outcome:
+def _answer(parsed: Any, now: datetime, body_bytes: int) -> Reply:
     """Sync and serialize a parsed request. A TypeError from the core is a bug like any
     other, however much it looks like the serializer's (orjson's error is one)."""
-    job = _job_of(parsed)
     try:
-        answer = sync(parsed, now)
+        result = sync_result(parsed, now)
     except BadRequest as err:
-        return Refused(422, "bad_request", str(err), job)
+        return Refused(422, "bad_request", str(err), envelope.job_of(parsed))
     except Exception:
-        return Crashed(job, traceback.format_exc())
+        return Crashed(envelope.job_of(parsed), traceback.format_exc())
+    job = (result.namespace, result.name)
     try:
-        out = orjson.dumps(answer)
+        out = orjson.dumps(result.answer)
     except orjson.JSONEncodeError as err:
         # orjson writes at most 254 levels of nesting but reads 1024; only a pod template
         # nested that deep gets here, and no API server would have stored it.
         return Refused(422, "bad_request", f"cannot answer this request: {err}", job)
-    return Answer(out, _outcome(answer), len(answer["children"]), job, body_bytes)
+    children = len(result.answer["children"])
+    return Answer(out, _outcome(result), children, result.replicas, job, body_bytes)
 
 
-def _job_of(body: Any) -> Job:
-    parent = body.get("parent") if isinstance(body, dict) else None
-    meta = parent.get("metadata") if isinstance(parent, dict) else None
-    if not isinstance(meta, dict):
-        return None, None
-    return _text(meta.get("namespace")), _text(meta.get("name"))
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _outcome(answer: dict[str, Any]) -> str:
-    reasons = {c.get("reason") for c in answer["status"]["conditions"]}
-    return "invalid_spec" if REASON_INVALID in reasons else "ok"
+def _outcome(result: SyncResult) -> str:
+    return "invalid_spec" if result.invalid_spec else "ok"
 
 
 def _log_answer(answer: Answer, seconds: float, budget: float) -> None:
@@ -387,6 +382,7 @@ def _log_answer(answer: Answer, seconds: float, budget: float) -> None:
         "outcome": answer.outcome,
         "status": 200,
         "children": answer.children,
+        "replicas": answer.replicas,
         "body_bytes": answer.body_bytes,
         "duration_ms": round(seconds * 1000, 1),
     }
@@ -394,6 +390,17 @@ def _log_answer(answer: Answer, seconds: float, budget: float) -> None:
         log.warning("slow sync: %.2f s, budget %.2f s", seconds, budget, extra=fields)
     else:
         log.info("sync answered", extra=fields)
+
+
+def _failed(err: Exception, seconds: float) -> Response:
+    """The answer to a sync that was refused, crashed, or whose client went away."""
+    if isinstance(err, Refused):
+        CURRENT_JOB.set(err.job)
+        return _refused(err, seconds)
+    if isinstance(err, Crashed):
+        CURRENT_JOB.set(err.job)
+        return _crashed(err, seconds)
+    return _gone(seconds)
 
 
 def _refused(err: Refused, seconds: float) -> JSONResponse:

@@ -42,7 +42,7 @@ def _unauthorized(client: AsgiClient) -> float:
 
 
 def test_auth_is_off_by_default() -> None:
-    assert not from_env({}).auth_enabled
+    assert not BearerToken(from_env({})).enabled
     with asgi_client(web.create_app(Settings())) as client:
         assert client.post("/sync", content=NEW_JOB).status_code == 200
 

@@ -11,7 +11,7 @@ from app import builders, kubeenv
 from app.reconcile import sync
 from app.render import render
 from app.spec import ReplicaType
-from app.validation import parse
+from app.validation import validated_spec
 from tests.golden_cases import CASES
 from tests.support import NOW, container, replica, train_spec
 
@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER
 
 
-def job(spec: dict[str, Any], name: str = "mnist") -> builders.Job:
-    return builders.job_context(name, "team-a", parse(name, spec))
+def job(spec: dict[str, Any], name: str = "mnist") -> builders.JobContext:
+    return builders.job_context(name, "team-a", validated_spec(name, spec))
 
 
 def env_of(pod: dict[str, Any], index: int = 0) -> dict[str, str]:
@@ -317,14 +317,14 @@ def test_every_recorded_source_is_checked() -> None:
 
 
 def test_without_a_configmap_type_mx_config_stays_inline() -> None:
-    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec()), None, False)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), None, False)
     env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env][:2] == ["MX_CONFIG", "DMLC_PS_ROOT_URI"]
     assert "$" not in env[0]["value"]
 
 
 def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
-    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec()), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), None, True)
     container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"] == [{"configMapRef": {"name": "mnist-mx-config"}}]
     assert container["env"] == [
@@ -346,7 +346,9 @@ CLUSTER_1_2 = (
 
 
 def test_config_map_holds_every_job_wide_variable_by_name() -> None:
-    j = builders.job_context("mnist", "team-a", parse("mnist", train_spec(1, 2)), None, True)
+    j = builders.job_context(
+        "mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), None, True
+    )
     assert builders.config_map(j) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -411,8 +413,8 @@ def test_readers_says_how_pods_read_the_config_map(
     assert builders.readers(pods, "mnist") == found
 
 
-def _job_read(observed: builders.Readers) -> builders.Job:
-    spec = parse("mnist", train_spec(1, 2))
+def _job_read(observed: builders.Readers) -> builders.JobContext:
+    spec = validated_spec("mnist", train_spec(1, 2))
     return builders.job_context("mnist", "team-a", spec, None, True, observed)
 
 
@@ -459,7 +461,7 @@ def test_user_variables_named_like_ours_are_replaced() -> None:
     user_env = [{"name": "MX_CONFIG_CLUSTER", "value": "mine"}, {"name": "KEEP", "value": "1"}]
     user_env += [{"name": "DMLC_NUM_WORKER", "value": "99"}, {"name": "DMLC_ROLE", "value": "x"}]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
-    j = builders.job_context("mnist", "team-a", parse("mnist", spec), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
     env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env] == ["MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID", "KEEP"]
     assert env[-1] == {"name": "KEEP", "value": "1"}
@@ -471,7 +473,7 @@ def test_our_env_from_comes_after_the_users_so_theirs_cannot_override_ours() -> 
     containers = spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
     containers[0]["envFrom"] = [mine, {"configMapRef": {"name": "other"}, "prefix": "DMLC_"}]
     containers[0]["env"] = [{"name": "ROLE_SEEN", "value": "$(DMLC_ROLE)/$(DMLC_NUM_WORKER)"}]
-    j = builders.job_context("mnist", "team-a", parse("mnist", spec), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
     container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"][-1] == {"configMapRef": {"name": "mnist-mx-config"}}
     maps = {

@@ -81,8 +81,8 @@ def test_parse_keeps_well_formed_conditions_only() -> None:
         {"type": "Running", "status": 1},
         {"type": "Suspended", "status": "False", "reason": 7},
     ]
-    assert c.parse(raw) == [
+    assert c.well_formed(raw) == [
         cond("Created", "True", "MXJobCreated"),
         {"type": "Suspended", "status": "False"},
     ]
-    assert c.parse("junk") == []
+    assert c.well_formed("junk") == []

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from app.defaults import SpecError
-from app.validation import MAX_REPLICAS, parse
+from app.validation import MAX_REPLICAS, validated_spec
 from tests.crd_admission import CRD_FILE, NOT_CHECKED, admission_errors, rules
 
 REPO = Path(__file__).resolve().parents[1]
@@ -193,7 +193,7 @@ def test_admitted(doc: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("doc", VALID)
 def test_hook_accepts_what_the_crd_admits(doc: dict[str, Any]) -> None:
-    parse(doc["metadata"]["name"], doc["spec"])
+    validated_spec(doc["metadata"]["name"], doc["spec"])
 
 
 def case(base: str, patch: dict[str, Any], *errors: str, hook: bool = True) -> Any:
@@ -664,7 +664,7 @@ def test_hook_rejects_what_the_crd_rejects(
     doc: dict[str, Any], expected: list[str], hook: bool
 ) -> None:
     with pytest.raises(SpecError):
-        parse(doc["metadata"]["name"], doc["spec"])
+        validated_spec(doc["metadata"]["name"], doc["spec"])
 
 
 def test_every_cel_rule_is_exercised() -> None:

@@ -19,7 +19,7 @@ from app.envelope import CONFIG_MAP
 from app.gang import VOLCANO
 from app.reconcile import sync
 from app.settings import Settings
-from app.validation import parse
+from app.validation import validated_spec
 from tests import support as s
 from tests.hardening import AsgiClient, asgi_client
 
@@ -326,7 +326,7 @@ def _answered_or_refused(client: AsgiClient, request: dict[str, Any]) -> None:
 
 def _finished_in(status: Any) -> bool:
     return isinstance(status, dict) and conditions.finished(
-        conditions.parse(status.get("conditions"))
+        conditions.well_formed(status.get("conditions"))
     )
 
 
@@ -343,7 +343,7 @@ def _may_drop(request: dict[str, Any], answer: dict[str, Any], pod: dict[str, An
 
     job = parent["metadata"]["name"]
     try:
-        spec = parse(job, parent.get("spec"))
+        spec = validated_spec(job, parent.get("spec"))
     except SpecError:
         return False
     mine = pods.observe([pod], job)

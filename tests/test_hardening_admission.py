@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from app import metrics, web
-from app.logging import JsonFormatter
+from app.jsonlog import JsonFormatter
 from app.settings import Settings
 from tests import support as s
 
@@ -288,7 +288,7 @@ def test_a_client_that_left_gets_no_work_a_count_and_no_traceback(
     steps: list[Step], json_log: io.StringIO, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[Any] = []
-    monkeypatch.setattr(web, "sync", lambda *args: synced.append(args))
+    monkeypatch.setattr(web, "sync_result", lambda *args: synced.append(args))
     before = _count("client_gone")
     _run(_app(), [(0, post("leaving", *steps))])
     assert synced == []
@@ -317,7 +317,7 @@ def test_a_bug_in_the_core_is_a_500_not_a_4xx(
     def broken(*args: Any) -> Any:
         raise bug
 
-    monkeypatch.setattr(web, "sync", broken)
+    monkeypatch.setattr(web, "sync_result", broken)
     before = _count("error")
     call = post("buggy", body)
     _run(_app(), [(0, call)])

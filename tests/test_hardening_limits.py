@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from app import web
-from app.logging import JOB, JsonFormatter
+from app.jsonlog import CURRENT_JOB, JsonFormatter
 from app.settings import Settings
 from tests import support as s
 from tests.hardening import asgi_client
@@ -190,11 +190,11 @@ def test_the_formatter_writes_the_job_extras_and_exceptions_on_one_line() -> Non
         logger.name, logging.ERROR, __file__, 1, "failed %s", ("here",), exc_info
     )
     record.__dict__["outcome"] = "error"
-    token = JOB.set(("ns", "job-a"))
+    token = CURRENT_JOB.set(("ns", "job-a"))
     try:
         line = JsonFormatter().format(record)
     finally:
-        JOB.reset(token)
+        CURRENT_JOB.reset(token)
     assert "\n" not in line
     parsed = json.loads(line)
     assert (parsed["namespace"], parsed["job"]) == ("ns", "job-a")

@@ -8,7 +8,7 @@ import yaml
 
 from app.reconcile import sync
 from app.status import deciders
-from app.validation import parse
+from app.validation import validated_spec
 from tests import support as s
 
 ROOT = Path(__file__).parent.parent
@@ -130,7 +130,7 @@ def test_decider(
     ],
 )
 def test_deciders(spec: dict[str, Any], decider: list[str]) -> None:
-    assert [t.value for t in deciders(parse("job", spec))] == decider
+    assert [t.value for t in deciders(validated_spec("job", spec))] == decider
 
 
 def _jobs(path: Path) -> list[dict[str, Any]]:
@@ -143,7 +143,7 @@ def test_manifest_is_accepted_unchanged(path: Path) -> None:
         answer = sync(s.request(job), s.NOW)
         reasons = [c["reason"] for c in answer["status"]["conditions"]]
         assert reasons == ["MXJobCreated"], answer["status"]
-        spec = parse(job["metadata"]["name"], job["spec"])
+        spec = validated_spec(job["metadata"]["name"], job["spec"])
         expected = sum(r.replicas for r in spec.mxReplicaSpecs.values())
         assert len(s.pods_of(answer)) == expected
 

@@ -45,7 +45,7 @@ def tune(n: int) -> dict[str, Any]:
 
 def admitted(name: str, spec: dict[str, Any]) -> bool:
     try:
-        validation.parse(name, spec)
+        validation.validated_spec(name, spec)
     except SpecError:
         return False
     return True
@@ -83,13 +83,17 @@ def test_the_largest_admitted_job(name: str, make: MakeSpec, most: int) -> None:
     assert largest(name, make) == most
     refusal = "the size rule" if most < validation.MAX_REPLICAS else "replicas in all, at most"
     with pytest.raises(SpecError, match=refusal):
-        validation.parse(name, make(most + 1))
+        validation.validated_spec(name, make(most + 1))
 
 
 @pytest.mark.parametrize(("name", "make", "most"), SHAPES)
 def test_mx_config_bytes_is_the_longest_mx_config(name: str, make: MakeSpec, most: int) -> None:
     for n in (3, 11, most):
-        spec = validation.parse(name, make(n)) if n < most else validation.parse(name, make(most))
+        spec = (
+            validation.validated_spec(name, make(n))
+            if n < most
+            else validation.validated_spec(name, make(most))
+        )
         job = builders.job_context(name, "ns", spec)
         longest = max(
             len(builders.pod(job, t, i, 0, 0)["spec"]["containers"][0]["env"][0]["value"])
@@ -158,7 +162,7 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
 
 def test_size_message_names_the_rule_and_the_figures() -> None:
     with pytest.raises(SpecError) as refused:
-        validation.parse("a", train(env_bytes=20_000)(972))
+        validation.validated_spec("a", train(env_bytes=20_000)(972))
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
         f"job would carry about {validation.sync_request_bytes('a', _spec(972)) // 2**20} MiB, "

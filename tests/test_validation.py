@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.defaults import SpecError
-from app.validation import parse
+from app.validation import validated_spec
 from tests.support import replica, train_spec
 
 Edit = Callable[[dict[str, Any]], None]
@@ -269,7 +269,7 @@ def test_invalid_train_spec(name: str, edit: Edit | None, problem: str) -> None:
     if edit:
         edit(spec)
     with pytest.raises(SpecError) as err:
-        parse(name, spec)
+        validated_spec(name, spec)
     assert any(p.startswith(problem) for p in err.value.problems), err.value.problems
 
 
@@ -297,7 +297,7 @@ def test_invalid_tune_spec(edit: Edit, problem: str) -> None:
     spec = _tune()
     edit(spec)
     with pytest.raises(SpecError) as err:
-        parse("tune", spec)
+        validated_spec("tune", spec)
     assert err.value.problems == [problem]
 
 
@@ -314,11 +314,13 @@ def test_invalid_tune_spec(edit: Edit, problem: str) -> None:
     ],
 )
 def test_valid_specs(spec: dict[str, Any]) -> None:
-    assert parse("job", spec).mxReplicaSpecs
+    assert validated_spec("job", spec).mxReplicaSpecs
 
 
 def test_longest_valid_name_fits_a_service_name() -> None:
     name = "a" * (63 - len("-scheduler-0"))
-    assert parse(name, {"mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()}})
+    assert validated_spec(name, {"mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()}})
     with pytest.raises(SpecError):
-        parse(name + "a", {"mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()}})
+        validated_spec(
+            name + "a", {"mxReplicaSpecs": {"Scheduler": replica(), "Worker": replica()}}
+        )

@@ -12,8 +12,9 @@ from typing import Any
 import orjson
 import yaml
 
+from app.children import LAST_APPLIED
 from app.envelope import CONFIG_MAP
-from app.reconcile import LAST_APPLIED, sync
+from app.reconcile import sync
 from tests import support as s
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -98,7 +98,7 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
 ) -> None:
     install_crds(apiserver)
     spec = make(most)
-    typed = validation.parse(name, spec)
+    typed = validation.validated_spec(name, spec)
     parent = create_parent(apiserver, _job(name, namespace, spec))
     now = datetime.now(UTC).replace(microsecond=0)
     request = observed_everything(sample_children(apiserver, parent, now))
@@ -134,6 +134,6 @@ def test_the_api_server_refuses_one_replica_past_the_mx_config_bound(
     install_crds(apiserver)
     beyond = train()(3690)
     with pytest.raises(validation.SpecError, match="the size rule"):
-        validation.parse("a", beyond)
+        validation.validated_spec("a", beyond)
     with pytest.raises(KubectlError, match="the size rule: MX_CONFIG"):
         apiserver.apply(_job("a", namespace, beyond))

@@ -9,7 +9,7 @@ import orjson
 
 LOGGER = "mxjob"
 # (namespace, name) of the job whose sync is being answered, for every line logged meanwhile.
-JOB: ContextVar[tuple[str | None, str | None]] = ContextVar("job", default=(None, None))
+CURRENT_JOB: ContextVar[tuple[str | None, str | None]] = ContextVar("job", default=(None, None))
 # Attributes every LogRecord has; anything else was passed with `extra=` and is logged too.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -24,7 +24,7 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        namespace, name = JOB.get()
+        namespace, name = CURRENT_JOB.get()
         if name is not None:
             line |= {"namespace": namespace, "job": name}
         line |= {k: v for k, v in vars(record).items() if k not in _STANDARD}

@@ -1,0 +1,191 @@
+"""The children a job owns: its observed pods and Services by replica index and attempt, and
+the children it should have, or, while its spec is invalid, those it has, as they are."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from app import builders, conditions, envelope, gang
+from app.pods import Attempt, observe
+from app.replicas import Replica, recorded_attempts, replicas_of
+from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType
+from app.status import REASONS_STOPPED, Decision, Previous, completion_time
+from app.times import parse_time, seconds_until
+
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+Child = dict[str, Any]
+
+
+def has_pods_or_services(request: envelope.SyncRequest) -> bool:
+    """Whether the job has pods or Services: its Events say nothing about that."""
+    return any(request.children.get(kind) for kind in (envelope.POD, envelope.SERVICE))
+
+
+@dataclass(frozen=True)
+class Owned:
+    """The job's observed pods, as attempts, and every replica index its spec asks for."""
+
+    attempts: list[Attempt]
+    replicas: list[Replica]
+
+
+def owned(request: envelope.SyncRequest, name: str, spec: MXJobSpec) -> Owned:
+    # `observe` puts the pods in its own order: they need not be sorted by name first.
+    attempts = observe(request.children.get(envelope.POD, {}).values(), name)
+
+    def recorded() -> dict[tuple[ReplicaType, int], tuple[int, int]]:
+        return recorded_attempts(request.observed(envelope.SERVICE), name)
+
+    return Owned(attempts, replicas_of(spec, attempts, recorded))
+
+
+def desired(
+    job: builders.JobContext, owned: Owned, decision: Decision, previous: Previous, now: datetime
+) -> tuple[list[Child], int]:
+    """The children the job should have, and the resync delay its timers need."""
+    children, resync = _pods_and_services(job, owned, decision, previous, now)
+    children[:0] = _job_children(job) if children else []
+    return children, resync
+
+
+def _pods_and_services(
+    job: builders.JobContext, owned: Owned, decision: Decision, previous: Previous, now: datetime
+) -> tuple[list[Child], int]:
+    if not conditions.finished(decision.conditions):
+        if job.spec.runPolicy.suspend:
+            return [], 0
+        return _running(job, owned.replicas), decision.resync_after
+    if not previous.finished:
+        # The deciding sync removes nothing: the evidence outlives the decision.
+        return _kept(job, owned.attempts, owned.replicas), 0
+    ttl_left = _ttl_left(job.spec, decision.conditions, now)
+    if ttl_left == 0:
+        return [], 0
+    kept = [a for a in owned.attempts if _survives_cleanup(job.spec, decision.conditions, a)]
+    return _kept(job, kept, owned.replicas), ttl_left or 0
+
+
+def _job_children(job: builders.JobContext) -> list[Child]:
+    """One of each per job, while it has pods, ahead of them in the answer: the PodGroup
+    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from.
+    (Metacontroller applies child types in its own order, by group, version and kind,
+    which also puts the core ConfigMap before the Pods; see docs/behaviour.md.)"""
+    out = []
+    if job.gang:
+        out.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
+    if job.config_map:
+        out.append(builders.config_map(job))
+    return out
+
+
+def _running(job: builders.JobContext, replicas: list[Replica]) -> list[Child]:
+    pods, services = [], []
+    for replica in replicas:
+        attempt, restarts = replica.next_pod
+        kept = replica.kept()
+        if len(kept) == 1 and kept[0].attempt == attempt:
+            # The usual case: one pod, which goes on as it is.
+            pod = builders.pod(job, replica.rtype, replica.index, attempt, kept[0].restarts_before)
+            pods.append(pod)
+        else:
+            wanted = {a.attempt: a.restarts_before for a in kept}
+            wanted.setdefault(attempt, restarts)
+            pods += [
+                builders.pod(job, replica.rtype, replica.index, n, r)
+                for n, r in sorted(wanted.items())
+            ]
+        services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
+    return pods + services
+
+
+def _kept(
+    job: builders.JobContext, attempts: Iterable[Attempt], replicas: list[Replica]
+) -> list[Child]:
+    """Pods for these observed attempts, and the Services of their replicas."""
+    wanted = {(r.rtype, r.index) for r in replicas}
+    kept = [a for a in attempts if (a.rtype, a.index) in wanted]
+    pods = [builders.pod(job, a.rtype, a.index, a.attempt, a.restarts_before) for a in kept]
+    with_pods = {(a.rtype, a.index) for a in kept}
+    services = []
+    for replica in replicas:
+        if (replica.rtype, replica.index) in with_pods:
+            attempt, restarts = replica.next_pod
+            services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
+    return pods + services
+
+
+def _survives_cleanup(spec: MXJobSpec, conds: list[conditions.Condition], attempt: Attempt) -> bool:
+    policy = spec.runPolicy.cleanPodPolicy
+    failed = conditions.find(conds, conditions.FAILED)
+    if failed and failed.get("reason") in REASONS_STOPPED and policy is CleanPodPolicy.NONE:
+        policy = CleanPodPolicy.RUNNING
+    if policy is CleanPodPolicy.ALL:
+        return False
+    return policy is CleanPodPolicy.NONE or attempt.phase in ("Succeeded", "Failed")
+
+
+def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime) -> int | None:
+    """Seconds until the finished job's children expire; None without a TTL."""
+    ttl = spec.runPolicy.ttlSecondsAfterFinished
+    completed = parse_time(completion_time(conds))
+    if ttl is None or completed is None:
+        return None
+    return seconds_until(completed, ttl, now)
+
+
+def as_they_are(request: envelope.SyncRequest) -> list[Child]:
+    """Every observed child as its own desired state: what an invalid spec is answered with."""
+    return [
+        _as_observed(child, kind)
+        for kind in sorted(request.children)
+        for child in request.observed(kind)
+    ]
+
+
+def _as_observed(child: Child, child_type: str) -> Child:
+    """An observed child as its own desired state. Metacontroller updates an in-place child
+    by a three-way merge of what it last applied, the desired state and the live object, so
+    the desired state that changes nothing is what it last applied: the observed object
+    instead (with the fields the API server defaulted) would have it rewrite each Service's
+    and ConfigMap's last-applied annotation (measured on a real API server). Without that
+    annotation: identity, labels and spec (a ConfigMap's data: the pods still read it),
+    nothing the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping).
+    Its kind and apiVersion are those of the type it was observed under (`Pod.v1`), which
+    Metacontroller needs to apply it."""
+    kind, _, api_version = child_type.partition(".")
+    applied = _last_applied(child, api_version, kind)
+    if applied is not None:
+        return applied
+    meta = child.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
+    if isinstance(kept.get("annotations"), dict):
+        kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
+        if not kept["annotations"]:
+            del kept["annotations"]
+    out = {"apiVersion": api_version, "kind": kind}
+    out |= {k: child[k] for k in ("spec", "data", "binaryData") if k in child}
+    return out | {"metadata": kept}
+
+
+def _last_applied(child: Child, api_version: str, kind: str) -> Child | None:
+    """What Metacontroller last applied to this child, if its annotation holds this child."""
+    meta = child.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        applied = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(applied, dict) or not isinstance(applied.get("metadata"), dict):
+        return None
+    assert isinstance(meta, dict)
+    mine = [api_version, kind, meta.get("name"), meta.get("namespace")]
+    names = [applied["metadata"].get("name"), applied["metadata"].get("namespace")]
+    return applied if [applied.get("apiVersion"), applied.get("kind"), *names] == mine else None

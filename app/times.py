@@ -1,0 +1,32 @@
+"""Times as Kubernetes writes them (RFC 3339, UTC, to the second), and waits until a time."""
+
+import math
+from datetime import datetime
+from typing import Any
+
+# The longest wait the hook asks for. Metacontroller holds resyncAfterSeconds in a Go
+# time.Duration (at most ~292 years), and a datetime ends in year 9999: whole-second
+# arithmetic capped here overflows neither, whatever a spec or a status says.
+MAX_WAIT_SECONDS = 2**31 - 1
+
+
+def format_time(now: datetime) -> str:
+    """RFC 3339 in UTC, to the second, as Kubernetes writes times."""
+    return now.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A time with its zone, from an observed object; None for anything else."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else None
+
+
+def seconds_until(since: datetime, seconds: int, now: datetime) -> int:
+    """Whole seconds from `now` until `seconds` after `since`: 0 once past, capped."""
+    left = math.ceil((since - now).total_seconds()) + seconds
+    return min(max(left, 0), MAX_WAIT_SECONDS)
