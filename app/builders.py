@@ -20,7 +20,8 @@ SHARED_PARTS = (("MX_CONFIG_CLUSTER", "cluster"), ("MX_CONFIG_LABELS", "labels")
 LEGACY_KEYS = tuple(key for _, key in SHARED_PARTS)
 # The variables every container of a job reads with the same value. The job's ConfigMap
 # holds exactly these keys, and a container imports them all through one `envFrom`; a
-# pod's own `env` carries only MX_CONFIG's short text, DMLC_ROLE and DMLC_WORKER_ID.
+# pod's own `env` carries only one of them read by name (REQUIRED_KEY, below), MX_CONFIG's
+# short text, DMLC_ROLE and DMLC_WORKER_ID.
 JOB_ENV = (
     *(variable for variable, _ in SHARED_PARTS),
     "DMLC_PS_ROOT_URI",
@@ -29,6 +30,18 @@ JOB_ENV = (
     "DMLC_NUM_WORKER",
     "DMLC_USE_KUBERNETES",
 )
+# The one key of the job's ConfigMap each container also reads by name, through a
+# `configMapKeyRef` that is not optional: `envFrom` requires no key, so a ConfigMap of the
+# job's name that is not the job's (docs/security.md) would start every process without the
+# job's variables; this reference keeps its pods in CreateContainerConfigError instead, as
+# release 0.1.0's did, until that ConfigMap goes and the job's own is written. The entry
+# costs its variable's name five times a container in each sync request (name and key, in
+# the pod and its last-applied copy, and managedFields' `k:{"name":...}`), so the shortest
+# name that only this operator writes: DMLC_NUM_WORKER would cost 5 bytes less, but a
+# ConfigMap someone wrote by hand for DMLC processes holds it; MX_CONFIG_CLUSTER costs 5 more.
+# It reads the value `envFrom` gives it, and an `env` entry wins over `envFrom`: no process
+# sees a difference. It comes first, so every entry after it expands it the same either way.
+REQUIRED_KEY = "MX_CONFIG_LABELS"
 RESERVED_ENV = (
     *(variable for variable, _ in SHARED_PARTS),
     "MX_CONFIG",
@@ -79,7 +92,8 @@ class JobContext:
     # The cluster and labels maps as compact JSON with sorted keys, as MX_CONFIG has them,
     # keyed by the variables that carry them.
     shared: dict[str, str]
-    # Our variables ahead of each container's own, up to MX_CONFIG: none with `envFrom`.
+    # Our variables ahead of each container's own, up to MX_CONFIG: with `envFrom`, the
+    # one required key reference (REQUIRED_KEY).
     head_env: tuple[dict[str, Any], ...]
     # The job-wide DMLC_* variables written into each pod's env: none with `envFrom`.
     dmlc_env: tuple[dict[str, str], ...]
@@ -128,7 +142,7 @@ def job_context(
         {"configMapRef": {"name": config_map_name(name)}} if config_map and not legacy else None
     )
     by_type = {t: _type_context(name, t, r, head, env_from) for t, r in spec.mxReplicaSpecs.items()}
-    head_env = _shared_env(name) if legacy else ()
+    head_env = _shared_env(name) if legacy else _required_env(name) if env_from else ()
     dmlc_env = () if env_from else _dmlc_env(name, spec)
     return JobContext(
         name,
@@ -317,6 +331,12 @@ def _shared_env(name: str) -> tuple[dict[str, Any], ...]:
         }
         for variable, key in SHARED_PARTS
     )
+
+
+def _required_env(name: str) -> tuple[dict[str, Any], ...]:
+    """REQUIRED_KEY read by name, so that a ConfigMap without it holds the pod back."""
+    ref = {"name": config_map_name(name), "key": REQUIRED_KEY}
+    return ({"name": REQUIRED_KEY, "valueFrom": {"configMapKeyRef": ref}},)
 
 
 def config_map(job: JobContext) -> dict[str, Any]:

@@ -38,15 +38,16 @@ MAX_REPLICAS = 4000
 # 2. The sync request once every child exists must stay well inside MXJOB_MAX_BODY_BYTES
 #    (64 MiB). Per replica, its pod and Service as Metacontroller sends them (server defaults,
 #    managedFields, a running status, the last-applied copy), with the job-wide variables
-#    in the job's ConfigMap (one `envFrom` per container): measured on a real API server
-#    (tests/apiserver/test_worst_case.py) at 9,135 bytes for one container and a one-letter
-#    job name besides 2.1x its template, 1,489 more per further container, 18 per letter of
-#    the job's name. These round each up (pods that still carried every DMLC_* variable
+#    in the job's ConfigMap (one `envFrom` and one required key reference per container):
+#    measured on a real API server (tests/apiserver/test_worst_case.py's children) at 9,463
+#    bytes for one container and a one-letter job name besides 2.1x its template, 1,906 more
+#    per further container, 20 per letter of the job's name. These round each up (without
+#    the key reference 9,135, 1,489 and 18; pods that still carried every DMLC_* variable
 #    measured 10,613, 2,860 and 24).
 MAX_SYNC_BYTES = 48 * MiB
 SYNC_BYTES_PER_REPLICA = 9_500
-SYNC_BYTES_PER_CONTAINER = 1_700
-SYNC_BYTES_PER_NAME_CHARACTER = 20
+SYNC_BYTES_PER_CONTAINER = 2_100
+SYNC_BYTES_PER_NAME_CHARACTER = 22
 
 
 def validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:

@@ -327,7 +327,9 @@ def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
     j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), None, True)
     container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"] == [{"configMapRef": {"name": "mnist-mx-config"}}]
+    required = {"configMapKeyRef": {"name": "mnist-mx-config", "key": "MX_CONFIG_LABELS"}}
     assert container["env"] == [
+        {"name": "MX_CONFIG_LABELS", "valueFrom": required},
         {
             "name": "MX_CONFIG",
             "value": '{"cluster":$(MX_CONFIG_CLUSTER),"labels":$(MX_CONFIG_LABELS),'
@@ -336,6 +338,38 @@ def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
         {"name": "DMLC_ROLE", "value": "worker"},
         {"name": "DMLC_WORKER_ID", "value": "1"},
     ]
+
+
+# ConfigMaps of the job's name that are not the job's: whatever they hold but the required
+# key, every container's env fails as the kubelet's does (CreateContainerConfigError).
+FOREIGN_DATA = [
+    pytest.param({}, id="empty"),
+    pytest.param({"mine": "a user's own data"}, id="a-users-data"),
+    pytest.param(
+        {"DMLC_NUM_WORKER": "8", "DMLC_NUM_SERVER": "2", "DMLC_PS_ROOT_URI": "ps-0"},
+        id="written-by-hand-for-dmlc",
+    ),
+    pytest.param({"cluster": "{}", "labels": "{}"}, id="release-0.1.0-keys"),
+]
+
+
+@pytest.mark.parametrize("data", FOREIGN_DATA)
+def test_a_foreign_configmap_of_the_jobs_name_holds_every_container_back(
+    data: dict[str, str],
+) -> None:
+    spec = train_spec()
+    spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].append(
+        {"name": "side", "image": "busybox"}
+    )
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
+    foreign = {"mnist-mx-config": {"data": data}}
+    containers = builders.pod(j, W, 1, 0, 0)["spec"]["containers"]
+    assert len(containers) == 2
+    for each in containers:
+        with pytest.raises(kubeenv.EnvError, match="couldn't find key MX_CONFIG_LABELS in"):
+            kubeenv.resolve(each, foreign)
+    own = {"mnist-mx-config": builders.config_map(j)}
+    assert kubeenv.resolve(containers[0], own)["DMLC_NUM_WORKER"] == "2"
 
 
 CLUSTER_1_2 = (
@@ -463,7 +497,8 @@ def test_user_variables_named_like_ours_are_replaced() -> None:
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
     j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
     env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
-    assert [e["name"] for e in env] == ["MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID", "KEEP"]
+    ours = [builders.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
+    assert [e["name"] for e in env] == [*ours, "KEEP"]
     assert env[-1] == {"name": "KEEP", "value": "1"}
 
 

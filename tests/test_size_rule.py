@@ -74,7 +74,7 @@ SHAPES = [
     pytest.param("a", train(port=1), validation.MAX_REPLICAS, id="one-letter-name-port-1"),
     # The sync request's bytes.
     pytest.param("a", train(env_bytes=20_000), 971, id="20-kb-template"),
-    pytest.param("a", train(sidecars=3), 3341, id="three-sidecars"),
+    pytest.param("a", train(sidecars=3), 3094, id="three-sidecars"),
 ]
 
 

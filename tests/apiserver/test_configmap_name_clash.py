@@ -1,19 +1,38 @@
 """A ConfigMap that is not the job's but has the name of the job's (`<job>-mx-config`), under
 the real Metacontroller: it is neither adopted nor changed, the job still gets its pods and
-Services, and no sync fails: Metacontroller logs that the child already exists (docs/security.md,
-"The job's ConfigMap")."""
+Services, and no sync fails: Metacontroller logs that the child already exists. The pods fail
+closed: each container reads one key of the job's ConfigMap by name (builders.REQUIRED_KEY),
+which that ConfigMap lacks, so the kubelet holds them in CreateContainerConfigError as it held
+release 0.1.0's; once the user renames theirs, the job's own is written and the same pods'
+env resolves to what 0.1.0 gave each process (docs/security.md, "The job's ConfigMap")."""
 
-from app import builders
+import json
+from typing import Any
+
+import pytest
+
+from app import builders, kubeenv
 from localcluster.rest import Rest
+from localcluster.waiting import wait_for
 
 from .conftest import RealStack
-from .scenario import State, apply, apply_job, expected_children, manifest
+from .scenario import REPO, State, apply, apply_job, expected_children, manifest
 
 EXAMPLE = "examples/dist-cpu.yaml"
-THEIRS = {"mine": "a user's own data"}
+RELEASED = json.loads((REPO / "tests" / "fixtures" / "env-0.1.0.json").read_text())
+# A user's own data, and what a ConfigMap written by hand for DMLC processes would hold.
+THEIRS = {"mine": "a user's own data", "DMLC_NUM_WORKER": "8", "DMLC_PS_ROOT_PORT": "1"}
 
 
-def test_a_users_configmap_of_that_name_is_left_alone(
+def _containers(pods: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (f"{pod['metadata']['name']}/{container['name']}", container)
+        for pod in pods
+        for container in pod["spec"]["containers"]
+    ]
+
+
+def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
     real_stack: RealStack, rest: Rest, namespace: str
 ) -> None:
     document = manifest(EXAMPLE)
@@ -28,10 +47,41 @@ def test_a_users_configmap_of_that_name_is_left_alone(
         "every pod and Service",
     )
 
-    theirs = rest.get(f"/api/v1/namespaces/{namespace}/configmaps/{name}")
+    configmaps = f"/api/v1/namespaces/{namespace}/configmaps"
+    theirs = rest.get(f"{configmaps}/{name}")
     assert theirs["data"] == THEIRS
     assert "ownerReferences" not in theirs["metadata"]
     assert not [key for key in job.children() if key.startswith("ConfigMap/")]
     assert job.warnings("SyncError") == 0
     log = real_stack.metacontroller.log.read_text(errors="replace").splitlines()
     assert [line for line in log if "child object already exists" in line and f'"{name}"' in line]
+
+    # What the kubelet decides from: every container of every pod reads a key of that
+    # ConfigMap by name, not optionally, and it has no such key: CreateContainerConfigError.
+    pods = [c for key, c in job.children().items() if key.startswith("Pod/")]
+    missing = f"couldn't find key {builders.REQUIRED_KEY} in ConfigMap {name}"
+    for _, container in _containers(pods):
+        with pytest.raises(kubeenv.EnvError, match=missing):
+            kubeenv.resolve(container, {name: theirs})
+
+    # The user renames theirs (a copy under another name, the original deleted): the next
+    # sync writes the job's own, and the same pods, none replaced, read what 0.1.0 gave them.
+    mine = user_map | {"metadata": {"name": f"{name}-mine"}, "data": THEIRS}
+    apply(real_stack.apiserver, namespace, mine)
+    rest.delete(f"{configmaps}/{name}")
+    own = wait_for(
+        lambda: job.children().get(f"ConfigMap/{name}"),
+        "the job's own ConfigMap",
+        until=lambda found: found is not None,
+    )
+    assert set(own["data"]) == set(builders.JOB_ENV)
+    children = job.children()
+    assert {c["metadata"]["uid"] for k, c in children.items() if k.startswith("Pod/")} == {
+        p["metadata"]["uid"] for p in pods
+    }
+    read = {
+        key: sorted([k, v] for k, v in kubeenv.resolve(container, {name: own}).items())
+        for key, container in _containers(pods)
+    }
+    assert read == RELEASED[EXAMPLE]
+    assert rest.get(f"{configmaps}/{name}-mine")["data"] == THEIRS

@@ -52,7 +52,7 @@ WORST = [
     pytest.param("a", train(), 3680, id="most-replicas"),
     pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
     pytest.param("a", train(env_bytes=20_000), 971, id="20-kb-template"),
-    pytest.param("a", train(sidecars=3), 3341, id="three-sidecars"),
+    pytest.param("a", train(sidecars=3), 3094, id="three-sidecars"),
 ]
 
 
