@@ -1,12 +1,15 @@
 """The real server: uvicorn on a free loopback port, the golden requests over HTTP."""
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.server import GC_THRESHOLD
 from tests.golden_cases import CASES, paths, times
 from tests.hardening import serving
 
@@ -100,3 +103,25 @@ def test_healthz_and_metrics_count_syncs_by_outcome(server: str) -> None:
         ("mxjob_sync_duration_seconds_count", "invalid_spec"): 1,
         ("mxjob_sync_duration_seconds_count", "bad_request"): 1,
     }
+
+
+SETTLED = """
+import gc, sys
+import uvicorn
+from app import server, settings
+
+def run(app, **options):
+    print(repr(("app.web" in sys.modules, gc.get_freeze_count() > 0, gc.get_threshold())))
+
+uvicorn.run = run
+server.run(settings.from_env(), "127.0.0.1", 0)
+"""
+
+
+def test_the_collector_settles_before_serving() -> None:
+    """`python -m app serve` imports the app, then freezes what is alive and raises the young
+    generation's threshold, before uvicorn serves (server.settle_memory)."""
+    seen = subprocess.run(
+        [sys.executable, "-c", SETTLED], capture_output=True, text=True, check=True
+    ).stdout
+    assert seen.strip() == repr((True, True, GC_THRESHOLD))

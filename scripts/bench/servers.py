@@ -54,6 +54,7 @@ def serve(kind: str, port: int, responses_dir: str | None) -> None:
         found = Path(responses_dir or ".").glob("*.response")
         app = _echo_app({int(p.stem): p.read_bytes() for p in found})
     options = server.options(settings.from_env())
+    server.settle_memory()
     uvicorn.run(app, host=HOST, port=port, log_level="warning", **options)
 
 
