@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localcluster.ports import free_port
 from tests import support as s
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,13 +59,6 @@ def serve(kind: str, port: int, responses_dir: str | None) -> None:
     uvicorn.run(app, host=HOST, port=port, log_level="warning", **options)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @dataclass
 class Server:
     kind: str
@@ -87,7 +81,7 @@ class Server:
 @contextmanager
 def running(kind: str, responses_dir: str, stack: str = SHIPPED) -> Iterator[Server]:
     """A server process of this kind; its log goes to a file, shown if it fails to start."""
-    port = _free_port()
+    port = free_port()
     env = os.environ | {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat(), "MXJOB_HTTP": stack}
     argv = [sys.executable, "-m", "scripts.bench", "serve", kind, "--port", str(port)]
     log = Path(responses_dir) / f"{kind}-{port}.log"

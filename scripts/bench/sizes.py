@@ -14,7 +14,6 @@ Markdown table."""
 
 import http.client
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 import orjson
 
 from app.reconcile import sync
+from localcluster.ports import free_port
 from scripts.bench.workloads import Size, running_job_request
 from tests import support as s
 
@@ -52,16 +52,9 @@ class Figures:
     peak_rss_mib: float
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _server() -> Iterator[tuple[int, int]]:
-    port = _free_port()
+    port = free_port()
     env = os.environ | {"MXJOB_MAX_BODY_BYTES": str(512 * MiB), "MXJOB_LOG_LEVEL": "WARNING"}
     command = [sys.executable, "-m", "app", "serve", "--host", HOST, "--port", str(port)]
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
