@@ -160,27 +160,26 @@ def job_context(
 
 
 def readers(pods: Iterable[Any], name: str) -> Readers:
-    """How these observed pods read the job's ConfigMap. Pods are never updated
-    (OnDelete), so a pod keeps its env for life, and a container that restarts in it must
-    still find what it reads."""
+    """How these observed pods read the job's ConfigMap, in any order. Pods are never
+    updated (OnDelete), so a pod keeps its env for life, and a container that restarts in it
+    must still find what it reads."""
     wanted = config_map_name(name)
     old_keys = env_from = False
-    for container in (c for pod in pods for c in _containers(pod)):
-        if not isinstance(container, dict):
-            continue
-        # A container of this version's layout has no key reference to look for: its
-        # `envFrom` is a list of one or two, its `env` would be a scan.
-        if _reads_whole(container.get("envFrom"), wanted):
-            env_from = True
-        elif not old_keys:
-            old_keys = _reads_old_keys(container.get("env"), wanted)
+    # Every container of every observed pod on every sync: one flat loop, no call per
+    # container where its `envFrom` names no ConfigMap of the job's.
+    for pod in pods:
+        spec = pod.get("spec") if isinstance(pod, dict) else None
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        for container in containers if isinstance(containers, list) else ():
+            if not isinstance(container, dict):
+                continue
+            # A container of this version's layout has no key reference to look for: its
+            # `envFrom` is a list of one or two, its `env` would be a scan.
+            if _reads_whole(container.get("envFrom"), wanted):
+                env_from = True
+            elif not old_keys:
+                old_keys = _reads_old_keys(container.get("env"), wanted)
     return Readers(old_keys, env_from)
-
-
-def _containers(pod: Any) -> list[Any]:
-    spec = pod.get("spec") if isinstance(pod, dict) else None
-    containers = spec.get("containers") if isinstance(spec, dict) else None
-    return containers if isinstance(containers, list) else []
 
 
 def _reads_old_keys(env: Any, config_map: str) -> bool:

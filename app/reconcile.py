@@ -52,7 +52,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         spec,
         gang.declared(request.children),
         config_map=envelope.CONFIG_MAP in request.children,
-        observed=builders.readers(request.observed(envelope.POD), meta.name),
+        observed=builders.readers(request.children.get(envelope.POD, {}).values(), meta.name),
     )
     desired, resync = children.desired(job, owned, decision, previous, now)
     if events.declared(request.children):
