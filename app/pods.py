@@ -81,20 +81,32 @@ def replica_of(labels: dict[str, Any], job: str) -> tuple[ReplicaType, int] | No
 
 def _attempt(pod: Any, job: str) -> Attempt | None:
     # Called for every observed pod on every sync (the hook's hottest loop): each nested
-    # dict is looked up once, and the common case (a first attempt) takes no detour.
+    # dict is looked up once, the labels are read here rather than through `replica_of`,
+    # and the common case (a first attempt, counts as the hook writes them) takes no detour.
     meta = pod.get("metadata") if isinstance(pod, dict) else None
     if not isinstance(meta, dict):
         return None
     labels, name = meta.get("labels"), meta.get("name")
     if not isinstance(labels, dict) or not isinstance(name, str):
         return None
-    replica = replica_of(labels, job)
-    if replica is None:
+    if labels.get(names.LABEL_JOB) != job:
         return None
-    rtype, index = replica
-    attempt = 0 if name == f"{job}-{rtype.lowered}-{index}" else attempt_of(name, job, *replica)
-    if attempt is None:
+    lowered, written = labels.get(names.LABEL_TYPE), labels.get(names.LABEL_INDEX)
+    rtype = BY_LOWERED.get(lowered) if isinstance(lowered, str) else None
+    if rtype is None:
         return None
+    index = _DECIMALS.get(written) if type(written) is str else None
+    if index is not None and name == f"{job}-{lowered}-{written}":
+        # The index label as the hook writes it: a first attempt's name is made of the labels.
+        attempt = 0
+    else:
+        index = count(written)
+        if index is None:
+            return None
+        other = attempt_of(name, job, rtype, index)
+        if other is None:
+            return None
+        attempt = other
     status = pod.get("status")
     if not isinstance(status, dict):
         status = {}
