@@ -61,10 +61,9 @@ def count(value: Any) -> int | None:
 
 def observe(pods: Iterable[Any], job: str) -> list[Attempt]:
     """The attempts among `pods` that belong to `job`, in a stable order."""
-    found = (_attempt(pod, job) for pod in pods)
-    return sorted(
-        (a for a in found if a), key=lambda a: (ORDER[a.rtype], a.index, a.attempt, a.name)
-    )
+    found = [attempt for pod in pods if (attempt := _attempt(pod, job))]
+    found.sort(key=lambda a: (ORDER[a.rtype], a.index, a.attempt, a.name))
+    return found
 
 
 def replica_of(labels: dict[str, Any], job: str) -> tuple[ReplicaType, int] | None:
@@ -117,7 +116,7 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
     # A phase that is not one of Kubernetes' strings (a list, a number) reads as Pending.
     phase = phase if isinstance(phase, str) and phase in _PHASES else "Pending"
     reason = str(status.get("reason") or "")
-    restarts_before = count(restarts) or 0
+    restarts_before = 0 if restarts is None else count(restarts) or 0
     return Attempt(
         name, rtype, index, attempt, restarts_before, phase, in_place_restarts, exit_code, reason
     )
@@ -150,7 +149,11 @@ def _containers(status: dict[str, Any]) -> tuple[int, int | None]:
     for container in statuses:
         if not isinstance(container, dict):
             continue
-        restarts += count(container.get("restartCount")) or 0
+        restart_count = container.get("restartCount")
+        if type(restart_count) is int and restart_count >= 0:  # as the kubelet writes it
+            restarts += restart_count
+        else:
+            restarts += count(restart_count) or 0
         state = container.get("state")
         terminated = state.get("terminated") if isinstance(state, dict) else None
         code = terminated.get("exitCode") if isinstance(terminated, dict) else None
