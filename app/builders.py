@@ -175,10 +175,15 @@ def readers(pods: Iterable[Any], name: str) -> Readers:
                 continue
             # A container of this version's layout has no key reference to look for: its
             # `envFrom` is a list of one or two, its `env` would be a scan.
-            if _reads_whole(container.get("envFrom"), wanted):
-                env_from = True
-            elif not old_keys:
-                old_keys = _reads_old_keys(container.get("env"), wanted)
+            sources = container.get("envFrom")
+            for source in sources if isinstance(sources, list) else ():
+                ref = source.get("configMapRef") if isinstance(source, dict) else None
+                if isinstance(ref, dict) and ref.get("name") == wanted:
+                    env_from = True
+                    break
+            else:
+                if not old_keys:
+                    old_keys = _reads_old_keys(container.get("env"), wanted)
     return Readers(old_keys, env_from)
 
 
@@ -188,14 +193,6 @@ def _reads_old_keys(env: Any, config_map: str) -> bool:
         ref = source.get("configMapKeyRef") if isinstance(source, dict) else None
         if isinstance(ref, dict) and ref.get("name") == config_map:
             return ref.get("key") in LEGACY_KEYS
-    return False
-
-
-def _reads_whole(env_from: Any, config_map: str) -> bool:
-    for source in env_from if isinstance(env_from, list) else ():
-        ref = source.get("configMapRef") if isinstance(source, dict) else None
-        if isinstance(ref, dict) and ref.get("name") == config_map:
-            return True
     return False
 
 
@@ -271,13 +268,21 @@ def _compact(value: Any) -> str:
 
 def _shared_parts(name: str, spec: MXJobSpec) -> dict[str, str]:
     """MX_CONFIG's `cluster` and `labels` values, keyed by the variables that carry them."""
-    cluster = {
-        t.lowered: [{"port": port, "url": names.child_name(name, t, i)} for i in range(r.replicas)]
-        for t, r in spec.mxReplicaSpecs.items()
-        for port in (main_port(r),)
-    }
     labels = {t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()}
-    return {"MX_CONFIG_CLUSTER": _compact(cluster), "MX_CONFIG_LABELS": _compact(labels)}
+    return {"MX_CONFIG_CLUSTER": _cluster(name, spec), "MX_CONFIG_LABELS": _compact(labels)}
+
+
+def _cluster(name: str, spec: MXJobSpec) -> str:
+    """`{type: [{"port": ..., "url": <child name>}, ...]}` as `_compact` writes it, without
+    encoding each replica's entry: within a type only the index differs, and digits need no
+    escaping."""
+    by_type = {}
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        port = _compact(main_port(replica))
+        url = _compact(names.child_name(name, rtype, 0))[:-2]  # up to the index: no `0"`
+        entries = ",".join(f'{{"port":{port},"url":{url}{i}"}}' for i in range(replica.replicas))
+        by_type[rtype.lowered] = f"{_compact(rtype.lowered)}:[{entries}]"
+    return "{" + ",".join(by_type[key] for key in sorted(by_type)) + "}"
 
 
 def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
