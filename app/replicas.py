@@ -121,16 +121,26 @@ def replicas_of(
     left needs: a job whose every index has a pod never reads its Services."""
     by_slot: dict[tuple[ReplicaType, int], list[Attempt]] = {}
     for attempt in attempts:
-        by_slot.setdefault((attempt.rtype, attempt.index), []).append(attempt)
-    slots = [(rtype, index) for rtype in spec.types() for index in range(spec.replicas(rtype))]
-    remembered = {} if all(slot in by_slot for slot in slots) else recorded()
-    policies = {rtype: replica.restartPolicy for rtype, replica in spec.mxReplicaSpecs.items()}
+        slot = (attempt.rtype, attempt.index)
+        found = by_slot.get(slot)
+        if found is None:
+            by_slot[slot] = [attempt]
+        else:
+            found.append(attempt)
+    remembered = None
     out = []
-    for slot in slots:
-        found = by_slot.get(slot, [])
-        if len(found) > 1:
-            found.sort(key=lambda a: a.attempt)
-        rtype, index = slot
-        done = remembered.get(slot, (0, 0))
-        out.append(Replica(rtype, index, policies[rtype], tuple(found), done))
+    for rtype in spec.types():
+        replica = spec.mxReplicaSpecs[rtype]
+        for index in range(replica.replicas):
+            found = by_slot.get((rtype, index))
+            if found is None:
+                # What the Services remember only counts for an index without a pod.
+                if remembered is None:
+                    remembered = recorded()
+                done = remembered.get((rtype, index), (0, 0))
+                out.append(Replica(rtype, index, replica.restartPolicy, (), done))
+                continue
+            if len(found) > 1:
+                found.sort(key=lambda a: a.attempt)
+            out.append(Replica(rtype, index, replica.restartPolicy, tuple(found)))
     return out
