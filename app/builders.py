@@ -370,17 +370,18 @@ def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
     )
 
 
-def _env(job: JobContext, kind: ReplicaTypeContext, index: int) -> list[dict[str, Any]]:
-    """Our variables, ahead of the container's own (which may refer to them)."""
+def _env(job: JobContext, kind: ReplicaTypeContext, index: str) -> list[dict[str, Any]]:
+    """Our variables, ahead of the container's own (which may refer to them). `index`: the
+    replica index as written."""
     before, after = kind.mx_config
     env: list[dict[str, Any]] = [
         *job.head_env,
-        {"name": "MX_CONFIG", "value": f"{before}{index}{after}"},
+        {"name": "MX_CONFIG", "value": before + index + after},
         *job.dmlc_env,
         *kind.role_env,
     ]
     if kind.rtype is ReplicaType.WORKER:
-        env.append({"name": "DMLC_WORKER_ID", "value": str(index)})
+        env.append({"name": "DMLC_WORKER_ID", "value": index})
     return env
 
 
@@ -433,19 +434,23 @@ def pod(
     It shares the template's objects with the request and its siblings (answers are only
     serialized); what differs from pod to pod is made fresh."""
     of_type = job.by_type[rtype]
-    labels = of_type.labels | {names.LABEL_INDEX: str(index), names.LABEL_ATTEMPT: str(attempt)}
-    annotations = dict(of_type.annotations)
+    labels = of_type.labels.copy()
+    labels[names.LABEL_INDEX] = written = str(index)
+    labels[names.LABEL_ATTEMPT] = str(attempt)
+    annotations = of_type.annotations.copy()
     if restarts_before:
         annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
-    env = _env(job, of_type, index)
+    env = _env(job, of_type, written)
     containers = [base | {"env": env + theirs} for base, theirs in of_type.containers]
     prefix = of_type.name_prefix
-    name = f"{prefix}{index}" if attempt == 0 else f"{prefix}{index}-r{attempt}"
+    name = f"{prefix}{written}" if attempt == 0 else f"{prefix}{written}-r{attempt}"
+    spec = of_type.spec.copy()
+    spec["containers"] = containers
     built = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _metadata(job, name, labels, annotations),
-        "spec": of_type.spec | {"containers": containers},
+        "spec": spec,
     }
     if job.gang:
         join(job.gang, built, job.name)
