@@ -84,14 +84,14 @@ def _job_children(job: builders.JobContext) -> list[Child]:
 def _running(job: builders.JobContext, replicas: list[Replica]) -> list[Child]:
     pods, services = [], []
     for replica in replicas:
-        attempt, restarts = replica.next_pod
-        kept = replica.kept()
-        if len(kept) == 1 and kept[0].attempt == attempt:
+        going_on = replica.going_on()
+        if going_on is not None:
             # The usual case: one pod, which goes on as it is.
-            pod = builders.pod(job, replica.rtype, replica.index, attempt, kept[0].restarts_before)
-            pods.append(pod)
+            attempt, restarts = going_on.attempt, going_on.restarts_before
+            pods.append(builders.pod(job, replica.rtype, replica.index, attempt, restarts))
         else:
-            wanted = {a.attempt: a.restarts_before for a in kept}
+            attempt, restarts = replica.next_pod
+            wanted = {a.attempt: a.restarts_before for a in replica.kept()}
             wanted.setdefault(attempt, restarts)
             pods += [
                 builders.pod(job, replica.rtype, replica.index, n, r)

@@ -57,6 +57,16 @@ class Replica:
             return current.attempt + 1, current.restarts + 1
         return current.attempt, current.restarts_before
 
+    def going_on(self) -> Attempt | None:
+        """The one observed attempt to keep, if it is also the pod this index should be
+        running: the usual case, worked out without `next_pod` and `kept`."""
+        current = self.current
+        if current is None or self.verdict is Verdict.RETRY:
+            return None
+        if len(self.attempts) == 1 or current.phase in ("Running", "Succeeded"):
+            return current
+        return None
+
     def kept(self) -> list[Attempt]:
         """Observed attempts to keep while the job runs: the last failed one stays, for
         `kubectl logs`, until its replacement is running."""
