@@ -48,6 +48,8 @@ MAX_SYNC_BYTES = 48 * MiB
 SYNC_BYTES_PER_REPLICA = 9_500
 SYNC_BYTES_PER_CONTAINER = 2_100
 SYNC_BYTES_PER_NAME_CHARACTER = 22
+# `json.dumps(value, separators=(",", ":"))` without making an encoder on every call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
@@ -98,7 +100,7 @@ def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = N
         containers = len(pod_spec.get("containers") or []) + len(
             pod_spec.get("initContainers") or []
         )
-        template = len(json.dumps(replica.template, separators=(",", ":")))
+        template = len(_COMPACT.encode(replica.template))
         per_replica = (
             SYNC_BYTES_PER_REPLICA
             + SYNC_BYTES_PER_CONTAINER * max(containers - 1, 0)
