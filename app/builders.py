@@ -467,15 +467,16 @@ def service(
 ) -> dict[str, Any]:
     """The headless Service that gives a replica its stable DNS name across attempts."""
     of_type = job.by_type[rtype]
-    labels = of_type.selector | {names.LABEL_INDEX: str(index)}
+    labels = of_type.selector.copy()
+    labels[names.LABEL_INDEX] = written = str(index)
     meta = _metadata(
-        job, f"{of_type.name_prefix}{index}", labels, _recorded(attempt, restarts_before)
+        job, of_type.name_prefix + written, labels, _recorded(attempt, restarts_before)
     )
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": meta,
-        "spec": {"clusterIP": "None", "selector": dict(labels), "ports": of_type.service_ports},
+        "spec": {"clusterIP": "None", "selector": labels.copy(), "ports": of_type.service_ports},
     }
 
 
