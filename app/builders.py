@@ -446,7 +446,11 @@ def pod(
     if restarts_before:
         annotations[names.ANNOTATION_RESTARTS] = str(restarts_before)
     env = _env(job, of_type, written)
-    containers = [base | {"env": env + theirs} for base, theirs in of_type.containers]
+    containers = []
+    for base, theirs in of_type.containers:
+        container = base.copy()
+        container["env"] = env + theirs
+        containers.append(container)
     prefix = of_type.name_prefix
     name = f"{prefix}{written}" if attempt == 0 else f"{prefix}{written}-r{attempt}"
     spec = of_type.spec.copy()
