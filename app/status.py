@@ -116,8 +116,8 @@ def _failure(
     for replica in replicas:
         if replica.verdict is Verdict.PERMANENT:
             return REASON_FAILED, f"MXJob {name} has failed because {_exited(replica)}."
-    restarts = sum(r.restarts for r in replicas)
     limit = spec.runPolicy.backoffLimit
+    restarts = 0 if limit is None else sum(r.restarts for r in replicas)
     if limit is not None and restarts > limit:
         return REASON_BACKOFF, (
             f"MXJob {name} has failed because it has reached the specified backoff limit: "
@@ -159,11 +159,10 @@ def _progress(
     if mine and all(r.verdict is Verdict.SUCCEEDED for r in mine):
         message = f"MXJob {name} successfully completed."
         return c.set_condition(conds, c.SUCCEEDED, "True", REASON_SUCCEEDED, message, at)
-    restarting = [r for r in replicas if _restarting(r)]
-    if restarting:
-        first = restarting[0]
-        message = f"MXJob {name} is restarting because {_exited_or_replaced(first)}."
-        return c.set_condition(conds, c.RESTARTING, "True", REASON_RESTARTING, message, at)
+    for replica in replicas:
+        if _restarting(replica):
+            message = f"MXJob {name} is restarting because {_exited_or_replaced(replica)}."
+            return c.set_condition(conds, c.RESTARTING, "True", REASON_RESTARTING, message, at)
     if mine and all(r.verdict is Verdict.RUNNING for r in mine):
         message = f"MXJob {name} is running."
         return c.set_condition(conds, c.RUNNING, "True", REASON_RUNNING, message, at)
