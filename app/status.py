@@ -190,11 +190,13 @@ def _exited_or_replaced(replica: Replica) -> str:
 def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> Counts:
     """Counts of the current attempts, by replica type."""
     out = {t.value: {"active": 0, "succeeded": 0, "failed": 0} for t in spec.types()}
+    # By the enum member itself: its `.value` goes through enum's slow descriptor.
+    of_type = {t: out[t.value] for t in spec.types()}
     field = {"Running": "active", "Succeeded": "succeeded", "Failed": "failed"}
     for replica in replicas:
         current = replica.current
         if current and current.phase in field:
-            out[replica.rtype.value][field[current.phase]] += 1
+            of_type[replica.rtype][field[current.phase]] += 1
     return out
 
 
