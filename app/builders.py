@@ -5,6 +5,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from app import names
 from app.gang import GangScheduler, join
 from app.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
@@ -135,13 +137,20 @@ def job_context(
     children; `observed`: how the job's observed pods read the ConfigMap."""
     legacy = config_map and observed.old_keys
     shared = _shared_parts(name, spec)
-    head = _mx_config_head(shared, config_map)
+    # MX_CONFIG's shared parts as each pod's text has them: themselves, or `$(VAR)`
+    # references the kubelet replaces with them. Either way the process reads the same bytes;
+    # nothing else in the text has a `$` to escape.
+    parts = {
+        key: f"$({variable})" if config_map else shared[variable] for variable, key in SHARED_PARTS
+    }
     # One `envFrom` of the job's ConfigMap, after the template's own sources (among
     # `envFrom` sources a later one wins, so none of the user's overrides ours).
     env_from = (
         {"configMapRef": {"name": config_map_name(name)}} if config_map and not legacy else None
     )
-    by_type = {t: _type_context(name, t, r, head, env_from) for t, r in spec.mxReplicaSpecs.items()}
+    by_type = {
+        t: _type_context(name, t, r, parts, env_from) for t, r in spec.mxReplicaSpecs.items()
+    }
     head_env = _shared_env(name) if legacy else _required_env(name) if env_from else ()
     dmlc_env = () if env_from else _dmlc_env(name, spec)
     return JobContext(
@@ -200,7 +209,7 @@ def _type_context(
     name: str,
     rtype: ReplicaType,
     replica: ReplicaSpec,
-    head: str,
+    parts: dict[str, str],
     env_from: dict[str, Any] | None,
 ) -> ReplicaTypeContext:
     template = replica.template
@@ -217,7 +226,7 @@ def _type_context(
         role += ({"name": "DMLC_USE_KUBERNETES", "value": "1"},)
     return ReplicaTypeContext(
         rtype=rtype,
-        mx_config=(f'{head}"task":{{"index":', f',"type":"{rtype.lowered}"}}}}'),
+        mx_config=mx_config_around_index(parts["cluster"], parts["labels"], rtype.lowered),
         role_env=role,
         labels=_template_labels(meta) | ours,
         # The restart count is the operator's bookkeeping: a template must not preset it.
@@ -272,39 +281,43 @@ def _compact(value: Any) -> str:
 
 
 def _shared_parts(name: str, spec: MXJobSpec) -> dict[str, str]:
-    """MX_CONFIG's `cluster` and `labels` values, keyed by the variables that carry them."""
-    labels = {t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()}
-    return {"MX_CONFIG_CLUSTER": _cluster(name, spec), "MX_CONFIG_LABELS": _compact(labels)}
-
-
-def _cluster(name: str, spec: MXJobSpec) -> str:
-    """`{type: [{"port": ..., "url": <child name>}, ...]}` as `_compact` writes it, without
-    encoding each replica's entry: within a type only the index differs, and digits need no
-    escaping."""
-    by_type = {}
-    for rtype, replica in spec.mxReplicaSpecs.items():
-        port = _compact(main_port(replica))
-        url = _compact(names.child_name(name, rtype, 0))[:-2]  # up to the index: no `0"`
-        entries = ",".join(f'{{"port":{port},"url":{url}{i}"}}' for i in range(replica.replicas))
-        by_type[rtype.lowered] = f"{_compact(rtype.lowered)}:[{entries}]"
-    return "{" + ",".join(by_type[key] for key in sorted(by_type)) + "}"
-
-
-def _mx_config_head(shared: dict[str, str], by_reference: bool) -> str:
-    """MX_CONFIG up to its per-pod `task` key (keys sort so that `task` comes last): the
-    shared parts themselves, or `$(VAR)` references the kubelet replaces with them. Either
-    way the process reads the same bytes; nothing else in the text has a `$` to escape."""
-    parts = {
-        key: f"$({variable})" if by_reference else shared[variable]
-        for variable, key in SHARED_PARTS
+    """MX_CONFIG's `cluster` and `labels` values as JSON text, keyed by the variables that
+    carry them."""
+    cluster = {
+        t.lowered: [{"port": port, "url": names.child_name(name, t, i)} for i in range(r.replicas)]
+        for t, r in spec.mxReplicaSpecs.items()
+        for port in (main_port(r),)
     }
-    return f'{{"cluster":{parts["cluster"]},"labels":{parts["labels"]},'
+    labels = {t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()}
+    return {"MX_CONFIG_CLUSTER": _compact(cluster), "MX_CONFIG_LABELS": _compact(labels)}
+
+
+# Where a pod's replica index goes in MX_CONFIG's text (`mx_config_around_index`).
+_INDEX = "\x00"
+
+
+def mx_config_around_index(cluster: str, labels: str, kind: str) -> tuple[str, str]:
+    """MX_CONFIG for a replica type, in two pieces that each pod joins around its index: the
+    JSON object `{"cluster": ..., "labels": ..., "task": {"index": <index>, "type": kind}}`,
+    compact, keys sorted, with `cluster` and `labels` the JSON text given (or the `$(VAR)`
+    references that stand for it). Written once per type by the JSON library, so a pod's
+    MX_CONFIG costs a join."""
+    text = orjson.dumps(
+        {
+            "cluster": orjson.Fragment(cluster),
+            "labels": orjson.Fragment(labels),
+            "task": {"index": orjson.Fragment(_INDEX), "type": kind},
+        },
+        option=orjson.OPT_SORT_KEYS,
+    ).decode()
+    before, after = text.split(_INDEX)
+    return before, after
 
 
 def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
     """The length of the longest MX_CONFIG the job's processes read, worked out from the
-    counts alone (a job of any size costs the same): what `_shared_parts` and `_type_context`
-    write, character for character."""
+    counts alone (a job of any size costs the same): what `_shared_parts` and
+    `mx_config_around_index` write, character for character."""
     cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # its `{`, and commas between types
     task = 0
     for rtype, replica in spec.mxReplicaSpecs.items():
