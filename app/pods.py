@@ -36,15 +36,6 @@ class Attempt:
         return self.restarts_before + self.in_place_restarts
 
 
-def dig(obj: Any, *keys: str) -> Any:
-    """Follow keys through nested dicts; None where any step is missing or not a dict."""
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def count(value: Any) -> int | None:
     """A non-negative integer written as a number or a string of ASCII digits, else None.
 

@@ -165,3 +165,12 @@ def step(
 
 def later(seconds: int) -> datetime:
     return NOW + timedelta(seconds=seconds)
+
+
+def dig(obj: Any, *keys: str) -> Any:
+    """Follow keys through nested dicts; None where any step is missing or not a dict."""
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj

@@ -200,12 +200,12 @@ def _at(doc: Any, path: tuple[Any, ...]) -> Any:
 
 
 def _pods(request: dict[str, Any]) -> list[Any]:
-    group = pods.dig(request, "children", "Pod.v1")
+    group = s.dig(request, "children", "Pod.v1")
     return list(group.values()) if isinstance(group, dict) else []
 
 
 def _services(request: dict[str, Any]) -> list[Any]:
-    group = pods.dig(request, "children", "Service.v1")
+    group = s.dig(request, "children", "Service.v1")
     return list(group.values()) if isinstance(group, dict) else []
 
 
@@ -242,13 +242,13 @@ def mutation(draw: st.DrawFn, request: dict[str, Any]) -> str:
         if _set(service, path, value):
             return f"service field {path} = {value!r}"
     if kind == "case-duplicate":
-        specs = pods.dig(request, "parent", "spec", "mxReplicaSpecs")
+        specs = s.dig(request, "parent", "spec", "mxReplicaSpecs")
         if isinstance(specs, dict) and specs:
             key = draw(st.sampled_from(sorted(specs)))
             twin = draw(st.sampled_from([key.lower(), key.upper(), key.swapcase()]))
             specs[twin] = copy.deepcopy(specs[key])
             return f"case-duplicate {key} as {twin}"
-    meta = pods.dig(request, "parent", "metadata")
+    meta = s.dig(request, "parent", "metadata")
     if kind == "name" and isinstance(meta, dict):
         meta["name"] = draw(ODD_TEXT | st.text(min_size=1, max_size=80))
         return f"name {meta['name']!r}"
@@ -256,7 +256,7 @@ def mutation(draw: st.DrawFn, request: dict[str, Any]) -> str:
         pod = draw(st.sampled_from(_pods(request)))
         if isinstance(pod, dict):
             pod["status"] = draw(ODD_STATUS)
-            return f"status of {pods.dig(pod, 'metadata', 'name')} = {pod['status']!r}"
+            return f"status of {s.dig(pod, 'metadata', 'name')} = {pod['status']!r}"
     path = draw(st.sampled_from(_paths(request)))
     holder, key = _at(request, path[:-1]), path[-1]
     if kind == "delete":
@@ -338,7 +338,7 @@ def _may_drop(request: dict[str, Any], answer: dict[str, Any], pod: dict[str, An
     parent = request["parent"]
     if _finished_in(answer["status"]) or _finished_in(parent.get("status")):
         return True
-    if not isinstance(pods.dig(pod, "metadata", "name"), str):
+    if not isinstance(s.dig(pod, "metadata", "name"), str):
         return True  # no pod the API server holds: an invalid spec echoes it, re-encoded
 
     job = parent["metadata"]["name"]
@@ -380,10 +380,10 @@ def _keeps_running_pods(client: AsgiClient, request: dict[str, Any]) -> None:
     if reply.status_code != 200:
         return  # a 4xx makes Metacontroller touch nothing
     answer = reply.json()
-    kept = [pods.dig(c, "metadata", "name") for c in answer["children"] if c.get("kind") == "Pod"]
+    kept = [s.dig(c, "metadata", "name") for c in answer["children"] if c.get("kind") == "Pod"]
     for pod in _pods(request):
-        name = pods.dig(pod, "metadata", "name")
-        if pods.dig(pod, "status", "phase") == "Running" and name not in kept:
+        name = s.dig(pod, "metadata", "name")
+        if s.dig(pod, "status", "phase") == "Running" and name not in kept:
             assert _may_drop(request, answer, pod), f"dropped running pod {name}"
 
 
