@@ -38,6 +38,15 @@ def mx_config(cluster: SimCluster, pod: str) -> str:
     return process_env(cluster, pod)["MX_CONFIG"]
 
 
+def replace_worker_1(cluster: SimCluster) -> None:
+    """Worker 1 is killed (137), replaced under ExitCode, and its replacement runs."""
+    cluster.exit("mnist-worker-1", 137)
+    cluster.sync(after=5)
+    cluster.run("mnist-worker-1-r1")
+    cluster.sync(after=5)
+    assert cluster.deleted == ["Pod.v1/mnist-worker-1"]
+
+
 def test_an_upgraded_job_keeps_its_pods_and_replaces_a_failed_one_with_the_new_form() -> None:
     cluster = SimCluster(parent=s.mxjob(s.train_spec(policy="ExitCode")), child_types=BEFORE)
     cluster.sync()
@@ -53,11 +62,7 @@ def test_an_upgraded_job_keeps_its_pods_and_replaces_a_failed_one_with_the_new_f
     assert {n: env_form(p) for n, p in cluster.pods().items()} == dict.fromkeys(ALL, "inline")
     assert cluster.true_conditions() == {"Created": "MXJobCreated", "Running": "MXJobRunning"}
 
-    cluster.exit("mnist-worker-1", 137)
-    cluster.sync(after=5)
-    cluster.run("mnist-worker-1-r1")
-    cluster.sync(after=5)
-    assert cluster.deleted == ["Pod.v1/mnist-worker-1"]
+    replace_worker_1(cluster)
     assert env_form(cluster.pods()["mnist-worker-1-r1"]) == "envFrom"
     # The replacement reads, through the ConfigMap, what the pod it replaces read inline.
     assert mx_config(cluster, "mnist-worker-1-r1") == inline["mnist-worker-1"]
@@ -115,11 +120,7 @@ def test_a_job_of_release_0_1_0_keeps_its_pods_and_their_keys() -> None:
     assert {name: process_env(cluster, name) for name in ALL} == released
     assert cluster.true_conditions() == {"Created": "MXJobCreated", "Running": "MXJobRunning"}
 
-    cluster.exit("mnist-worker-1", 137)
-    cluster.sync(after=5)
-    cluster.run("mnist-worker-1-r1")
-    cluster.sync(after=5)
-    assert cluster.deleted == ["Pod.v1/mnist-worker-1"]
+    replace_worker_1(cluster)
     # The replacement is made as 0.1.0 made it: `envFrom` would also bring `cluster` and
     # `labels` in as variables while the ConfigMap keeps them.
     assert env_form(cluster.pods()["mnist-worker-1-r1"]) == "0.1.0"
