@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from app import builders, conditions, envelope, gang
+from app.applied import applied_configuration
 from app.pods import Attempt, observe
 from app.replicas import Replica, recorded_attempts, replicas_of
 from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType
@@ -138,25 +139,30 @@ def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime)
 
 def as_they_are(request: envelope.SyncRequest) -> list[Child]:
     """Every observed child as its own desired state: what an invalid spec is answered with."""
+    owner = request.parent.metadata.uid or ""
     return [
-        _as_observed(child, kind)
+        _as_observed(child, kind, owner)
         for kind in sorted(request.children)
         for child in request.observed(kind)
     ]
 
 
-def _as_observed(child: Child, child_type: str) -> Child:
+def _as_observed(child: Child, child_type: str, owner_uid: str) -> Child:
     """An observed child as its own desired state. Metacontroller updates an in-place child
-    by a three-way merge of what it last applied, the desired state and the live object, so
-    the desired state that changes nothing is what it last applied: the observed object
-    instead (with the fields the API server defaulted) would have it rewrite each Service's
-    and ConfigMap's last-applied annotation (measured on a real API server). Without that
-    annotation: identity, labels and spec (a ConfigMap's data: the pods still read it),
-    nothing the cluster wrote (status, uid, resourceVersion, Metacontroller's bookkeeping).
-    Its kind and apiVersion are those of the type it was observed under (`Pod.v1`), which
-    Metacontroller needs to apply it."""
+    from what it last applied and the desired state, so the desired state that changes
+    nothing is what it last applied: the observed object instead (with the fields the API
+    server defaulted) would have it rewrite each Service and ConfigMap (measured on a real API
+    server, under either of its apply strategies). What it last applied is its last-applied
+    annotation (its default strategy, a three-way merge) or, under server-side apply, the
+    fields its entry in `managedFields` owns (app/applied.py). Without either: identity,
+    labels and spec (a ConfigMap's data: the pods still read it), nothing the cluster wrote
+    (status, uid, resourceVersion, Metacontroller's bookkeeping). Its kind and apiVersion are
+    those of the type it was observed under (`Pod.v1`), which Metacontroller needs to apply
+    it."""
     kind, _, api_version = child_type.partition(".")
     applied = _last_applied(child, api_version, kind)
+    if applied is None:
+        applied = applied_configuration(child, owner_uid, api_version, kind)
     if applied is not None:
         return applied
     meta = child.get("metadata")

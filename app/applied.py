@@ -1,0 +1,128 @@
+"""What Metacontroller last applied to a child, when it applies children by server-side apply.
+
+Metacontroller's `--apply-strategy=server-side-apply` keeps no last-applied annotation: the API
+server records, in the child's `managedFields`, which fields each applier set (`fieldsV1`). The
+applied configuration is the child cut down to the fields of Metacontroller's entry. That entry
+is the one whose apply set this job's owner reference: Metacontroller adds the job as the
+child's controller to every configuration it applies, so the rule holds whatever field manager
+name it was given.
+
+The `fieldsV1` format (Kubernetes' structured-merge-diff): a map of path elements, `f:<name>`
+for a field of an object, `k:<json>` for the item of a keyed list whose key fields hold those
+values, `v:<json>` for the item of a set with that value, `i:<n>` for the item at an index, and
+`.` for the item itself. A path element with nothing under it owns its value whole (a scalar,
+or an atomic list or map)."""
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+Child = dict[str, Any]
+MAX_DEPTH = 64  # an object nested deeper than any Kubernetes type: the entry is not trusted
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def applied_configuration(child: Child, owner_uid: str, api_version: str, kind: str) -> Child | None:
+    """The configuration Metacontroller last applied to `child` (by server-side apply, as the
+    controller of the job `owner_uid`), or None if `child` records no such apply."""
+    entry = _controller_entry(child, owner_uid)
+    if entry is None:
+        return None
+    try:
+        applied = _extract(child, entry, 0)
+    except _Unreadable:
+        return None
+    if not isinstance(applied, dict):
+        return None
+    meta = applied.get("metadata", {})
+    observed = child["metadata"]
+    identity = {k: observed[k] for k in ("name", "namespace") if k in observed}
+    return {**applied, "apiVersion": api_version, "kind": kind, "metadata": identity | meta}
+
+
+def _controller_entry(child: Child, owner_uid: str) -> dict[str, Any] | None:
+    meta = child.get("metadata")
+    entries = meta.get("managedFields") if isinstance(meta, dict) else None
+    if not isinstance(entries, list) or not owner_uid:
+        return None
+    found = [
+        entry["fieldsV1"]
+        for entry in entries
+        if isinstance(entry, dict)
+        and entry.get("operation") == "Apply"
+        and isinstance(entry.get("fieldsV1"), dict)
+        and _sets_owner(entry["fieldsV1"], owner_uid)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _sets_owner(fields: dict[str, Any], owner_uid: str) -> bool:
+    meta = fields.get("f:metadata")
+    refs = meta.get("f:ownerReferences") if isinstance(meta, dict) else None
+    if not isinstance(refs, dict):
+        return False
+    return any(
+        isinstance(key, str) and key.startswith("k:") and _key(key).get("uid") == owner_uid
+        for key in refs
+    )
+
+
+def _key(element: str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(element[2:])
+    except orjson.JSONDecodeError:
+        raise _Unreadable from None
+    if not isinstance(value, dict):
+        raise _Unreadable
+    return value
+
+
+def _extract(value: Any, fields: Any, depth: int) -> Any:
+    """`value` cut down to the paths in `fields`."""
+    if not isinstance(fields, dict) or depth > MAX_DEPTH:
+        raise _Unreadable
+    elements = [key for key in fields if key != "."]
+    if not elements:
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for element in elements:
+            if not element.startswith("f:"):
+                raise _Unreadable
+            name = element[2:]
+            if name in value:
+                out[name] = _extract(value[name], fields[element], depth + 1)
+        return out
+    if isinstance(value, list):
+        matchers = [(_matcher(element), fields[element]) for element in elements]
+        items = []
+        for index, item in enumerate(value):
+            for matches, under in matchers:
+                if matches(index, item):
+                    items.append(_extract(item, under, depth + 1))
+                    break
+        return items
+    raise _Unreadable  # paths under a scalar
+
+
+def _matcher(element: str) -> Callable[[int, Any], bool]:
+    prefix, text = element[:2], element[2:]
+    if prefix == "k:":
+        keys = _key(element)
+        return lambda _, item: isinstance(item, dict) and all(
+            k in item and item[k] == v for k, v in keys.items()
+        )
+    if prefix == "v:":
+        try:
+            wanted = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            raise _Unreadable from None
+        return lambda _, item: item == wanted
+    if prefix == "i:" and text.isascii() and text.isdigit():
+        position = int(text)
+        return lambda index, _: index == position
+    raise _Unreadable
