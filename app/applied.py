@@ -26,7 +26,9 @@ class _Unreadable(Exception):
     pass
 
 
-def applied_configuration(child: Child, owner_uid: str, api_version: str, kind: str) -> Child | None:
+def applied_configuration(
+    child: Child, owner_uid: str, api_version: str, kind: str
+) -> Child | None:
     """The configuration Metacontroller last applied to `child` (by server-side apply, as the
     controller of the job `owner_uid`), or None if `child` records no such apply."""
     entry = _controller_entry(child, owner_uid)
@@ -113,8 +115,8 @@ def _matcher(element: str) -> Callable[[int, Any], bool]:
     prefix, text = element[:2], element[2:]
     if prefix == "k:":
         keys = _key(element)
-        return lambda _, item: isinstance(item, dict) and all(
-            k in item and item[k] == v for k, v in keys.items()
+        return lambda _, item: (
+            isinstance(item, dict) and all(k in item and item[k] == v for k, v in keys.items())
         )
     if prefix == "v:":
         try:
