@@ -26,14 +26,21 @@ from .realstack import (
 
 REPO = Path(__file__).resolve().parents[1]
 FLAGS_PATCH = REPO / "manifests" / "overlays" / "with-metacontroller" / "metacontroller-flags.yaml"
-FLAG_NAMES = ("--client-go-qps", "--client-go-burst", "--workers")
+FLAG_NAMES = (
+    "--client-go-qps",
+    "--client-go-burst",
+    "--workers",
+    "--apply-strategy",
+    "--zap-log-level",
+)
 
 
 def shipped_flags() -> tuple[str, ...]:
-    """The flags the one-command install adds to Metacontroller's own (read from the overlay,
-    so that the bench measures exactly what ships)."""
+    """The flags the one-command install adds to Metacontroller's own or puts in place of one
+    (read from the overlay, so that the bench measures exactly what ships). Given after
+    Metacontroller's own, each wins over the one it replaces."""
     ops = yaml.safe_load(FLAGS_PATCH.read_text())
-    flags = tuple(str(op["value"]) for op in ops if op["op"] == "add")
+    flags = tuple(str(op["value"]) for op in ops if op["op"] in ("add", "replace"))
     missing = [name for name in FLAG_NAMES if not any(f.startswith(f"{name}=") for f in flags)]
     if missing:
         raise RuntimeError(f"{FLAGS_PATCH} sets no {missing}")

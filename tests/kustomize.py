@@ -69,6 +69,10 @@ def build_overlay(overlay: str) -> str:
                 )
                 for r in resources
             ]  # fmt: skip
+            kustomization["components"] = [
+                os.path.relpath((source / c).resolve(), local)
+                for c in kustomization.get("components") or []
+            ]
             (local / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
             source = local
         result = subprocess.run(

@@ -19,9 +19,12 @@ OVERLAYS = REPO / "manifests" / "overlays"
 KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
 # The oldest release the install supports: CEL rules with `reason` and `fieldPath` came in 1.28.
 OLDEST = "1.28.0"
+# ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) came in 1.30: the adoption guard.
+OLDEST_WITH_GUARD = "1.30.0"
+GUARD = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
 # Cluster-scoped objects only some overlays add: Kubeflow's aggregated roles.
-OVERLAY_CLUSTER_SCOPED = {"kubeflow": {"ClusterRole"}}
+OVERLAY_CLUSTER_SCOPED = {"kubeflow": {"ClusterRole"}, "with-metacontroller": GUARD}
 # Where the release workflow publishes the image; every overlay pins it at app.__version__.
 IMAGE = "ghcr.io/mxjob-controller/mxjob-controller"
 HOOK_LABELS = {
@@ -68,8 +71,19 @@ def built_in_objects() -> list[Any]:
         for overlay in LAYOUT
         for n, doc in enumerate(build(overlay))
         if doc["kind"] != "CompositeController"
-        for version in (OLDEST, KUBERNETES)
+        for version in (
+            OLDEST_WITH_GUARD if overlay == "with-metacontroller" else OLDEST,
+            KUBERNETES,
+        )
     ]
+
+
+def test_the_adoption_guard_needs_kubernetes_1_30() -> None:
+    (policy,) = (
+        d for d in build("with-metacontroller") if d["kind"] == "ValidatingAdmissionPolicy"
+    )
+    with pytest.raises(kubernetes_validate.SchemaNotFoundError):
+        kubernetes_validate.validate(policy, "1.29.0", strict=True)
 
 
 @pytest.mark.parametrize(("overlay", "index", "version"), built_in_objects())

@@ -8,8 +8,11 @@ Public API for tests in this directory:
 - `namespace` (function): a fresh namespace name, created for the test.
 - `metacontroller_binary` (session): the real Metacontroller, built by
   scripts/metacontroller-binary.sh on first use.
-- `real_stack` (session): the real hook and the real Metacontroller running against `apiserver`,
-  with our CRDs and our CompositeController installed (`localcluster/realstack.py`).
+- `real_stack` (session, twice): the real hook and the real Metacontroller running against
+  `apiserver`, with our CRDs and our CompositeController installed (`localcluster/realstack.py`);
+  every test that uses it runs under Metacontroller's defaults (`[defaults]`: a cluster's own
+  Metacontroller, its apply strategy `dynamic-apply`) and under the flags and admission policy
+  the `with-metacontroller` overlay ships (`[shipped]`: `server-side-apply`).
 - `rest` (session): the API server's REST API (`localcluster/rest.py`), for polling and playing
   the kubelet.
 - `figure` (session): `figure(line)` prints a measured figure on the terminal as the tier runs.
@@ -35,8 +38,11 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
+from localcluster.stack import shipped_flags
 
 HERE = Path(__file__).parent
+GUARD = HERE.parents[1] / "manifests" / "components" / "adoption-guard" / "policy.yaml"
+METACONTROLLERS = ("defaults", "shipped")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -73,25 +79,34 @@ class RealStack:
     apiserver: ApiServer
     hook: Hook
     metacontroller: Metacontroller
+    shipped: bool  # Metacontroller as with-metacontroller ships it (server-side apply)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", params=METACONTROLLERS)
 def real_stack(
-    apiserver: ApiServer, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    apiserver: ApiServer,
+    metacontroller_binary: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RealStack]:
     """The real hook and the real Metacontroller on `apiserver`, our CRDs and CompositeController
     installed, the MXJobs of earlier tests deleted. Tests share it: each works in its own
     namespace. From here on Metacontroller syncs every MXJob on `apiserver`, so the tests that
-    do not use it run first (see pytest_collection_modifyitems)."""
-    workdir = tmp_path_factory.mktemp("real-stack")
+    do not use it run first (see pytest_collection_modifyitems). Under `shipped`, Metacontroller
+    runs with the overlay's flags and the adoption guard is installed."""
+    shipped = request.param == "shipped"
+    workdir = tmp_path_factory.mktemp(f"real-stack-{request.param}")
+    flags = shipped_flags() if shipped else ()
     failure = None
     try:
         install_crds(apiserver)
         delete_jobs(apiserver)
+        guard = ("apply" if shipped else "delete", "-f", str(GUARD))
+        apiserver.kubectl(*guard, *(() if shipped else ("--ignore-not-found",)))
         with serve_hook(workdir) as hook:
             install_controller(apiserver, hook.url)
-            with run_metacontroller(metacontroller_binary, apiserver, workdir) as controller:
-                yield RealStack(apiserver, hook, controller)
+            with run_metacontroller(metacontroller_binary, apiserver, workdir, flags) as running:
+                yield RealStack(apiserver, hook, running, shipped)
     except ClusterError as error:
         failure = str(error)
     if failure is not None:

@@ -120,6 +120,14 @@ class Job:
         )["items"]
         return sum(e.get("count") or 1 for e in events if e["type"] == "Warning")
 
+    def warning_messages(self, reason: str) -> list[str]:
+        """The messages of the Warning events with `reason` recorded on the MXJob."""
+        events = self.rest.get(
+            f"/api/v1/namespaces/{self.namespace}/events"
+            f"?fieldSelector=involvedObject.name%3D{self.name},reason%3D{reason}"
+        )["items"]
+        return [e.get("message") or "" for e in events if e["type"] == "Warning"]
+
     def apply(self, job: dict[str, Any]) -> None:
         """`kubectl apply` of an edited manifest of this job."""
         apply(self.server, self.namespace, job)

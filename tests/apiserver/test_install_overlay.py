@@ -18,7 +18,16 @@ from tests.kustomize import build_overlay, metacontroller_manifests
 
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY = "with-metacontroller"
-SHIPPED = ["--client-go-qps=100", "--client-go-burst=200", "--workers=16"]
+ADDED = [
+    "--client-go-qps=100",
+    "--client-go-burst=200",
+    "--workers=16",
+    "--apply-strategy=server-side-apply",
+]
+# The release's own arguments, its log level lowered to errors (metacontroller-flags.yaml).
+ARGS = ["--zap-log-level=error", "--discovery-interval=20s", *ADDED]
+GUARD = "mxjob-children-are-not-adopted"
+POLICY = REPO / "manifests" / "components" / "adoption-guard" / "policy.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +59,12 @@ def test_one_command_installs_metacontroller_and_the_hook(
     statefulset = fresh_apiserver.get("statefulset", "metacontroller", "--namespace=metacontroller")
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "ghcr.io/metacontroller/metacontroller:v4.17.2"
-    assert container["args"] == ["--zap-log-level=4", "--discovery-interval=20s", *SHIPPED]
+    assert container["args"] == ARGS
+    assert (
+        fresh_apiserver.get("validatingadmissionpolicy", GUARD)["spec"]["failurePolicy"] == "Fail"
+    )
+    binding = fresh_apiserver.get("validatingadmissionpolicybinding", GUARD)
+    assert binding["spec"]["validationActions"] == ["Deny"]
     controller = fresh_apiserver.get("compositecontroller", "mxjob-controller")
     assert controller["spec"]["hooks"]["sync"]["webhook"]["service"]["namespace"] == "mxjob-system"
     deployment = fresh_apiserver.get("deployment", "mxjob-controller", "--namespace=mxjob-system")
@@ -87,6 +101,9 @@ def test_two_step_install_gets_the_flags_by_the_documented_patch(
         release = server.kubectl("kustomize", str(metacontroller_manifests())).stdout
         server.kubectl("apply", "-f", "-", input=release)
         server.kubectl(*documented_patch())
+        server.kubectl("apply", "-f", str(POLICY))  # docs/install.md, the same step
         statefulset = server.get("statefulset", "metacontroller", "--namespace=metacontroller")
+        policy = server.get("validatingadmissionpolicy", GUARD)
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]
-    assert container["args"] == ["--zap-log-level=4", "--discovery-interval=20s", *SHIPPED]
+    assert container["args"] == ARGS
+    assert policy["metadata"]["name"] == GUARD
