@@ -25,6 +25,8 @@ from .realstack import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+# The admission policy the with-metacontroller overlay installs beside those flags.
+ADOPTION_GUARD = REPO / "manifests" / "components" / "adoption-guard" / "policy.yaml"
 FLAGS_PATCH = REPO / "manifests" / "overlays" / "with-metacontroller" / "metacontroller-flags.yaml"
 FLAG_NAMES = (
     "--client-go-qps",

@@ -11,8 +11,8 @@ the bench-e2e markers.
 
     .venv/bin/python -m scripts.bench.e2e            # every scenario, ~25 minutes
     .venv/bin/python -m scripts.bench.e2e --quick    # 1/1/2 and 1/16/64 only
-    .venv/bin/python -m scripts.bench.e2e --configmap  # the big job's life, MX_CONFIG inline
-                                                       # against the per-job ConfigMap
+    .venv/bin/python -m scripts.bench.e2e --configmap  # the big job's life: MX_CONFIG inline,
+                                                       # the per-job ConfigMap, as shipped
 """
 
 import argparse
@@ -32,12 +32,14 @@ from localcluster import kubelet as podstatus
 from localcluster.realstack import Hook, composite_controller, install_controller, serve_hook
 from localcluster.rest import Rest as Kube
 from localcluster.rest import path
-from localcluster.stack import REPO, Stack, real_stack, shipped_flags
+from localcluster.stack import ADOPTION_GUARD, REPO, Stack, real_stack, shipped_flags
 from scripts.bench.e2e_report import (
     BEFORE,
     CONFIGMAP_END,
     CONFIGMAP_START,
+    DYNAMIC,
     END,
+    SINCE_0_2,
     START,
     Measure,
     configmap_report,
@@ -236,8 +238,9 @@ def cli(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--configmap",
         action="store_true",
-        help="only the big job's whole life, MX_CONFIG inline (before) and as shipped, side by "
-        "side under the shipped flags (a few minutes); writes its own block of the doc",
+        help="only the big job's whole life, side by side: MX_CONFIG inline under release "
+        "0.1.0's flags (before), the per-job ConfigMap under them, and as shipped (a few "
+        "minutes); writes its own block of the doc",
     )
     parser.add_argument(
         "--no-write", dest="write", action="store_false", help="print only; leave docs/ alone"
@@ -264,7 +267,8 @@ def main(argv: list[str]) -> int:
     scenarios = chosen(args)
     settings = [Setting("Metacontroller's defaults", ())] if args.defaults else []
     if args.configmap:
-        settings = [Setting(BEFORE, shipped_flags(), inline=True)]
+        before = tuple(f for f in shipped_flags() if not f.startswith(SINCE_0_2))
+        settings = [Setting(BEFORE, before, inline=True), Setting(DYNAMIC, before)]
     for spec in args.setting:
         name, _, flags = spec.partition("=")
         settings.append(Setting(name, tuple(flags.split())))
@@ -281,6 +285,7 @@ def main(argv: list[str]) -> int:
     measures = []
     with real_stack(workdir, progress, audit_log=audit_log) as stack:
         kube = Kube(stack.apiserver, user_agent="mxjob-bench")
+        stack.apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))  # as with-metacontroller
         try:
             for scenario in scenarios:
                 for setting in settings:

@@ -38,10 +38,9 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
-from localcluster.stack import shipped_flags
+from localcluster.stack import ADOPTION_GUARD, shipped_flags
 
 HERE = Path(__file__).parent
-GUARD = HERE.parents[1] / "manifests" / "components" / "adoption-guard" / "policy.yaml"
 METACONTROLLERS = ("defaults", "shipped")
 
 
@@ -101,7 +100,7 @@ def real_stack(
     try:
         install_crds(apiserver)
         delete_jobs(apiserver)
-        guard = ("apply" if shipped else "delete", "-f", str(GUARD))
+        guard = ("apply" if shipped else "delete", "-f", str(ADOPTION_GUARD))
         apiserver.kubectl(*guard, *(() if shipped else ("--ignore-not-found",)))
         with serve_hook(workdir) as hook:
             install_controller(apiserver, hook.url)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.apiserver import ApiServer, Binaries, cluster
+from localcluster.stack import ADOPTION_GUARD
 from tests.kustomize import build_overlay, metacontroller_manifests
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,7 +28,6 @@ ADDED = [
 # The release's own arguments, its log level lowered to errors (metacontroller-flags.yaml).
 ARGS = ["--zap-log-level=error", "--discovery-interval=20s", *ADDED]
 GUARD = "mxjob-children-are-not-adopted"
-POLICY = REPO / "manifests" / "components" / "adoption-guard" / "policy.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,7 @@ def test_two_step_install_gets_the_flags_by_the_documented_patch(
         release = server.kubectl("kustomize", str(metacontroller_manifests())).stdout
         server.kubectl("apply", "-f", "-", input=release)
         server.kubectl(*documented_patch())
-        server.kubectl("apply", "-f", str(POLICY))  # docs/install.md, the same step
+        server.kubectl("apply", "-f", str(ADOPTION_GUARD))  # docs/install.md, the same step
         statefulset = server.get("statefulset", "metacontroller", "--namespace=metacontroller")
         policy = server.get("validatingadmissionpolicy", GUARD)
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]

@@ -1,0 +1,151 @@
+"""Switching Metacontroller's apply strategy under a running job, as an upgrade to the
+`with-metacontroller` overlay of this release does (`dynamic-apply` to `server-side-apply`), as
+a restart under it does, and as a rollback does; on a stack of its own (the real API server, the
+real hook, the real Metacontroller restarted with each setting). What it shows, in order:
+1. upgrade: no pod is written or replaced; each Service and the ConfigMap is written once
+   (Metacontroller removes its last-applied annotation and applies it), its labels and spec or
+   data unchanged; the job stays Running and later syncs write nothing;
+2. a restart under server-side apply writes nothing, although Metacontroller's record of what
+   it applied is in memory and starts empty (its apply of an unchanged child is a no-op);
+3. rollback to `dynamic-apply`: still no pod written; each Service and the ConfigMap gets its
+   last-applied annotation back, one write each; then nothing.
+The adoption guard (manifests/components/adoption-guard) is installed throughout: none of these
+writes adds an owner, so it refuses none of them (no SyncError)."""
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.crds import install_crds
+from localcluster.realstack import (
+    Hook,
+    composite_controller,
+    install_controller,
+    run_metacontroller,
+    serve_hook,
+)
+from localcluster.rest import Rest
+from localcluster.stack import ADOPTION_GUARD, shipped_flags
+from localcluster.waiting import wait_for
+
+from .scenario import Job, manifest, run_job
+
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+DYNAMIC = tuple(f for f in shipped_flags() if not f.startswith("--apply-strategy="))
+SETTLED = 3  # syncs of the job answered after a (re)start before its children are compared
+RESYNC = 2  # seconds, the CompositeController's resyncPeriodSeconds here (30 as shipped)
+
+
+@dataclass(frozen=True)
+class Stack:
+    server: ApiServer
+    hook: Hook
+    binary: Path
+    workdir: Path
+
+
+@pytest.fixture(scope="module")
+def stack(
+    k8s_binaries: Binaries, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("apply-strategy")
+    failure = None
+    try:
+        with cluster(k8s_binaries, workdir) as server, serve_hook(workdir) as hook:
+            install_crds(server)
+            install_controller(server, hook.url)
+            controller = composite_controller(hook.url)
+            controller["spec"]["resyncPeriodSeconds"] = RESYNC
+            server.apply(controller)
+            server.kubectl("apply", "-f", str(ADOPTION_GUARD))
+            yield Stack(server, hook, metacontroller_binary, workdir)
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+@contextmanager
+def metacontroller(stack: Stack, flags: tuple[str, ...]) -> Iterator[None]:
+    with run_metacontroller(stack.binary, stack.server, stack.workdir, flags):
+        yield
+
+
+def settle(stack: Stack, job: Job) -> None:
+    """Wait until the hook has answered SETTLED more syncs of the job: Metacontroller has
+    handled every child at least twice since it started (it syncs on start, then on each
+    write it made and on the hook's resync)."""
+    start = stack.hook.syncs(job.namespace, job.name)
+    wait_for(
+        lambda: stack.hook.syncs(job.namespace, job.name) - start,
+        f"{SETTLED} syncs of the job",
+        until=lambda n: n >= SETTLED,
+        timeout=120,
+    )
+
+
+def kinds(versions: dict[str, str], kind: str) -> dict[str, str]:
+    return {k: v for k, v in versions.items() if k.startswith(f"{kind}/")}
+
+
+def what(children: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each child's identity and content, without Metacontroller's bookkeeping."""
+    return {
+        key: (c["metadata"]["uid"], c["metadata"].get("labels"), c.get("spec"), c.get("data"))
+        for key, c in children.items()
+    }
+
+
+def annotated(children: dict[str, dict[str, Any]]) -> set[str]:
+    return {
+        k for k, c in children.items() if LAST_APPLIED in (c["metadata"].get("annotations") or {})
+    }
+
+
+def test_switching_the_apply_strategy_replaces_no_pod(stack: Stack) -> None:
+    namespace = "switch"
+    stack.server.kubectl("create", "namespace", namespace)
+    with Rest(stack.server) as rest:
+        with metacontroller(stack, DYNAMIC):
+            job = run_job(stack.server, rest, namespace, manifest("examples/dist-cpu.yaml"))
+            settle(stack, job)
+            before, versions = job.children(), job.versions()
+        in_place = {k for k in before if not k.startswith("Pod/")}
+        assert annotated(before) == set(before)  # every child: the default strategy's copy
+
+        # 1. Upgrade.
+        with metacontroller(stack, shipped_flags()):
+            settle(stack, job)
+            upgraded, after_upgrade = job.children(), job.versions()
+            settle(stack, job)
+            assert job.versions() == after_upgrade, "later syncs write nothing"
+        assert what(upgraded) == what(before)
+        assert kinds(after_upgrade, "Pod") == kinds(versions, "Pod"), "no pod written"
+        changed = {k for k in in_place if after_upgrade[k] != versions[k]}
+        assert changed == in_place, (
+            "each Service and the ConfigMap written (annotation off, applied)"
+        )
+        assert annotated(upgraded) == {k for k in upgraded if k.startswith("Pod/")}
+
+        # 2. Restart under server-side apply.
+        with metacontroller(stack, shipped_flags()):
+            settle(stack, job)
+            assert job.versions() == after_upgrade, "a restart writes nothing"
+
+        # 3. Rollback.
+        with metacontroller(stack, DYNAMIC):
+            settle(stack, job)
+            rolled_back, after_rollback = job.children(), job.versions()
+            settle(stack, job)
+            assert job.versions() == after_rollback, "later syncs write nothing"
+        assert what(rolled_back) == what(before)
+        assert kinds(after_rollback, "Pod") == kinds(versions, "Pod"), "no pod written"
+        assert annotated(rolled_back) == set(rolled_back)
+
+        assert job.condition("Running") is not None
+        assert job.warnings("SyncError") == 0
