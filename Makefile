@@ -73,7 +73,7 @@ soak: $(VENV)/.dev
 # (httptools, uvloop) and on h11 (asyncio); rewrites docs/performance.md and its plots, which
 # says how long a run takes (BENCH_ARGS=--quick for a smoke run, --help for the rest).
 BENCH_ARGS ?=
-.PHONY: bench bench-e2e
+.PHONY: bench bench-e2e bench-steady
 $(VENV)/.bench: requirements.txt requirements-bench.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-bench.txt
 	touch $@
@@ -95,7 +95,12 @@ image-push:
 # The whole stack (kube-apiserver, etcd, Metacontroller v4.17.2, the hook) from `kubectl apply`
 # to Running, Metacontroller's defaults beside the shipped flags; rewrites its part of
 # docs/performance.md, which says how long a run takes (BENCH_ARGS=--quick for 1/1/2 and
-# 1/16/64 only; BENCH_ARGS=--configmap for the 1/100/1000 job's whole life with MX_CONFIG inline
-# and as shipped).
+# 1/16/64 only; BENCH_ARGS=--configmap for the 1/100/1000 job's whole life with MX_CONFIG inline,
+# the per-job ConfigMap under Metacontroller's default apply strategy, and as shipped).
 bench-e2e: $(VENV)/.dev
 	$(BIN)/python -m scripts.bench.e2e $(BENCH_ARGS)
+
+# One sync of a running 1/100/1000 job: Metacontroller's CPU, the request and the hook's time,
+# under each apply strategy (prints a table; BENCH_ARGS=--pprof 25 adds Metacontroller's profile).
+bench-steady: $(VENV)/.dev
+	$(BIN)/python -m scripts.bench.steady $(BENCH_ARGS)

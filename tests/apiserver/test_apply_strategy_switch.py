@@ -2,13 +2,13 @@
 `with-metacontroller` overlay of this release does (`dynamic-apply` to `server-side-apply`), as
 a restart under it does, and as a rollback does; on a stack of its own (the real API server, the
 real hook, the real Metacontroller restarted with each setting). What it shows, in order:
-1. upgrade: no pod is written or replaced; each Service and the ConfigMap is written once
-   (Metacontroller removes its last-applied annotation and applies it), its labels and spec or
-   data unchanged; the job stays Running and later syncs write nothing;
+1. upgrade: no pod is written or replaced; each Service and the ConfigMap is written
+   (Metacontroller removes its last-applied annotation, then applies it), its labels and spec
+   or data unchanged; the job stays Running and later syncs write nothing;
 2. a restart under server-side apply writes nothing, although Metacontroller's record of what
    it applied is in memory and starts empty (its apply of an unchanged child is a no-op);
 3. rollback to `dynamic-apply`: still no pod written; each Service and the ConfigMap gets its
-   last-applied annotation back, one write each; then nothing.
+   last-applied annotation back; then nothing.
 The adoption guard (manifests/components/adoption-guard) is installed throughout: none of these
 writes adds an owner, so it refuses none of them (no SyncError)."""
 
