@@ -70,8 +70,9 @@ class Stack:
 def real_stack(
     workdir: Path, progress: Callable[[str], None], audit_log: Path | None = None
 ) -> Iterator[Stack]:
-    """Build or find the binaries, start etcd, kube-apiserver and the hook, install the CRDs
-    and our CompositeController (pointed at the hook). Everything stops on the way out."""
+    """Build or find the binaries, start etcd, kube-apiserver and the hook, install the CRDs,
+    our CompositeController (pointed at the hook) and the adoption guard, as the
+    with-metacontroller overlay does. Everything stops on the way out."""
     progress("obtaining kube-apiserver, etcd and kubectl (scripts/k8s-binaries.sh)")
     binaries = obtain_binaries(progress)
     progress("obtaining Metacontroller v4.17.2 (scripts/metacontroller-binary.sh)")
@@ -83,4 +84,5 @@ def real_stack(
         hook = stack.enter_context(serve_hook(workdir))
         progress(f"hook: python -m app serve at {hook.url} (log {hook.log})")
         install_controller(server, hook.url)
+        server.kubectl("apply", "-f", str(ADOPTION_GUARD))
         yield Stack(server, hook, binary, workdir)

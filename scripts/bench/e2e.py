@@ -32,7 +32,7 @@ from localcluster import kubelet as podstatus
 from localcluster.realstack import Hook, composite_controller, install_controller, serve_hook
 from localcluster.rest import Rest as Kube
 from localcluster.rest import path
-from localcluster.stack import ADOPTION_GUARD, REPO, Stack, real_stack, shipped_flags
+from localcluster.stack import REPO, Stack, real_stack, shipped_flags
 from scripts.bench.e2e_report import (
     BEFORE,
     CONFIGMAP_END,
@@ -285,7 +285,6 @@ def main(argv: list[str]) -> int:
     measures = []
     with real_stack(workdir, progress, audit_log=audit_log) as stack:
         kube = Kube(stack.apiserver, user_agent="mxjob-bench")
-        stack.apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))  # as with-metacontroller
         try:
             for scenario in scenarios:
                 for setting in settings:

@@ -25,7 +25,7 @@ import yaml
 from localcluster import kubelet as podstatus
 from localcluster.rest import Rest as Kube
 from localcluster.rest import path
-from localcluster.stack import ADOPTION_GUARD, Stack, real_stack, shipped_flags
+from localcluster.stack import Stack, real_stack, shipped_flags
 from scripts.bench.e2e import mark_pods, new_namespace
 from scripts.bench.e2e_report import SINCE_0_2
 from scripts.bench.observe import cpu_seconds, hook_log, wait_for, watching
@@ -103,16 +103,17 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="mxjob-bench-steady-"))
     rows = []
-    with real_stack(workdir, lambda line: print(line, flush=True)) as stack:
-        stack.apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))
-        with Kube(stack.apiserver, user_agent="mxjob-bench-steady") as kube:
-            for name, flags in settings:
-                got = measure(stack, kube, flags, args.pprof)
-                print(f"{name}: {got}", flush=True)
-                rows.append([
-                    name, f"{got['syncs']:.0f}", f"{got['cpu'] * 1000:,.0f}",
-                    f"{got['bytes'] / 1e6:.2f}", f"{got['hook']:.0f}",
-                ])  # fmt: skip
+    with (
+        real_stack(workdir, lambda line: print(line, flush=True)) as stack,
+        Kube(stack.apiserver, user_agent="mxjob-bench-steady") as kube,
+    ):
+        for name, flags in settings:
+            got = measure(stack, kube, flags, args.pprof)
+            print(f"{name}: {got}", flush=True)
+            rows.append([
+                name, f"{got['syncs']:.0f}", f"{got['cpu'] * 1000:,.0f}",
+                f"{got['bytes'] / 1e6:.2f}", f"{got['hook']:.0f}",
+            ])  # fmt: skip
     print(f"\n`make bench-steady` in {time.monotonic() - started:,.0f} s, {ROUNDS} pod status "
           f"changes {PACE:.0f} s apart on a running 1/100/1000 job (2,203 children)\n")  # fmt: skip
     print(
