@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from localcluster.apiserver import ApiServer
+from localcluster.crds import install_crds
 from localcluster.rest import KubeError, Rest
 from localcluster.stack import ADOPTION_GUARD
 from localcluster.waiting import wait_for
@@ -50,7 +51,9 @@ REFUSED = "existed before MXJob mnist and is not its child"
 
 @pytest.fixture
 def guarded(apiserver: ApiServer) -> Iterator[None]:
-    """The guard installed for one test (the tier's real stack installs it where it ships)."""
+    """The guard installed for one test (the tier's real stack installs it where it ships),
+    and the PodGroup CRDs (localcluster/podgroups)."""
+    install_crds(apiserver)
     apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))
     try:
         yield
