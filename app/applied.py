@@ -67,10 +67,14 @@ def _sets_owner(fields: dict[str, Any], owner_uid: str) -> bool:
     refs = meta.get("f:ownerReferences") if isinstance(meta, dict) else None
     if not isinstance(refs, dict):
         return False
-    return any(
-        isinstance(key, str) and key.startswith("k:") and _key(key).get("uid") == owner_uid
-        for key in refs
-    )
+    for element in refs:
+        if isinstance(element, str) and element.startswith("k:"):
+            try:
+                if _key(element).get("uid") == owner_uid:
+                    return True
+            except _Unreadable:
+                continue
+    return False
 
 
 def _key(element: str) -> dict[str, Any]:

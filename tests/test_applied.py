@@ -122,6 +122,12 @@ SERVICE = next(c for k, c in CHILDREN if k == "Service.v1")
             lambda e: [e | {"fieldsV1": e["fieldsV1"] | {"f:spec": {"f:ports": {"k:{not": {}}}}}],
             id="a-key-not-json",
         ),
+        pytest.param(
+            lambda e: [
+                e | {"fieldsV1": {"f:metadata": {"f:ownerReferences": {"k:{not": {}, "k:[1]": {}}}}}
+            ],
+            id="owner-keys-not-json-objects",
+        ),
     ],
 )
 def test_an_entry_that_cannot_be_read_gives_nothing(entries: Any) -> None:
@@ -229,3 +235,18 @@ def test_any_entry_over_any_object_gives_an_object_or_nothing(value: Any, fields
     }
     applied = applied_configuration(child, UID, "v1", "Thing")
     assert applied is None or (applied["kind"], applied["metadata"]["name"]) == ("Thing", "c")
+
+
+def test_a_job_with_an_invalid_spec_and_unreadable_entries_is_answered() -> None:
+    """Through the core: the child is echoed as observed (identity, labels, spec)."""
+    parent = copy.deepcopy(PARENT)
+    parent["spec"]["mxReplicaSpecs"]["Worker"]["replicas"] = -1
+    broken = _with_entries(SERVICE, [_entry(SERVICE) | {"fieldsV1": {"f:metadata": "x"}}])
+    broken["metadata"]["managedFields"].append(
+        {"operation": "Apply", "fieldsV1": {"f:metadata": {"f:ownerReferences": {"k:{": {}}}}}
+    )
+    key = f"{broken['metadata']['namespace']}/{broken['metadata']['name']}"
+    answer = sync(s.envelope(parent, {"Service.v1": {key: broken}}), s.NOW)
+    (echoed,) = answer["children"]
+    assert echoed["spec"] == SERVICE["spec"]
+    assert "managedFields" not in echoed["metadata"]
