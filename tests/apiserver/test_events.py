@@ -6,7 +6,9 @@ child type and a short resync period, the real hook. What it shows, in order:
 3. an Event the API server expires while the hook still wants it is recreated by Metacontroller
    (so the hook must stop wanting an Event before the cluster's TTL: app/events.py);
 4. once the Events are older than the hook's limit, Metacontroller deletes them, and nothing is
-   written again however many TTLs pass."""
+   written again however many TTLs pass.
+All of it under Metacontroller's defaults and as with-metacontroller ships it (`[defaults]`,
+`[shipped]`)."""
 
 import re
 import time
@@ -33,6 +35,7 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
+from localcluster.stack import shipped_flags
 from localcluster.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,17 +51,23 @@ class Stack:
     workdir: Path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=("defaults", "shipped"))
 def stack(
-    k8s_binaries: Binaries, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    k8s_binaries: Binaries,
+    metacontroller_binary: Path,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("events-stack")
+    """Under Metacontroller's defaults (dynamic apply) and the flags with-metacontroller ships
+    (server-side apply, which writes each Event with an apply patch)."""
+    workdir = tmp_path_factory.mktemp(f"events-stack-{request.param}")
+    flags = shipped_flags() if request.param == "shipped" else ()
     failure = None
     try:
         with cluster(k8s_binaries, workdir, flags=(f"--event-ttl={EVENT_TTL}s",)) as server:
             install_crds(server)
             install_controller(server, "http://127.0.0.1:9")  # Metacontroller's CRDs; no hook yet
-            with run_metacontroller(metacontroller_binary, server, workdir):
+            with run_metacontroller(metacontroller_binary, server, workdir, flags):
                 yield Stack(server, workdir)
     except ClusterError as error:
         failure = str(error)
