@@ -39,7 +39,7 @@ from scripts.bench.e2e_report import (
     CONFIGMAP_START,
     DYNAMIC,
     END,
-    SINCE_0_2,
+    NEW_SINCE_0_1_0,
     START,
     Measure,
     configmap_report,
@@ -267,7 +267,7 @@ def main(argv: list[str]) -> int:
     scenarios = chosen(args)
     settings = [Setting("Metacontroller's defaults", ())] if args.defaults else []
     if args.configmap:
-        before = tuple(f for f in shipped_flags() if not f.startswith(SINCE_0_2))
+        before = tuple(f for f in shipped_flags() if not f.startswith(NEW_SINCE_0_1_0))
         settings = [Setting(BEFORE, before, inline=True), Setting(DYNAMIC, before)]
     for spec in args.setting:
         name, _, flags = spec.partition("=")

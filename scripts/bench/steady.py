@@ -27,7 +27,7 @@ from localcluster.rest import Rest as Kube
 from localcluster.rest import path
 from localcluster.stack import Stack, real_stack, shipped_flags
 from scripts.bench.e2e import mark_pods, new_namespace
-from scripts.bench.e2e_report import SINCE_0_2
+from scripts.bench.e2e_report import NEW_SINCE_0_1_0
 from scripts.bench.observe import cpu_seconds, hook_log, wait_for, watching
 from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import machine, table
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     shipped = shipped_flags()
     settings = [
         ("dynamic-apply (the shipped flags but the apply strategy and log level)",
-         tuple(f for f in shipped if not f.startswith(SINCE_0_2))),
+         tuple(f for f in shipped if not f.startswith(NEW_SINCE_0_1_0))),
         ("server-side-apply (as shipped)", shipped),
     ]  # fmt: skip
     started = time.monotonic()
