@@ -49,6 +49,17 @@ def shipped_flags() -> tuple[str, ...]:
     return flags
 
 
+# The flags the overlay set after release 0.1.0: its default apply strategy (dynamic-apply) and
+# its release's log level were Metacontroller's own.
+NEW_SINCE_0_1_0 = ("--apply-strategy=", "--zap-log-level=")
+
+
+def release_0_1_0_flags() -> tuple[str, ...]:
+    """What release 0.1.0's with-metacontroller overlay gave Metacontroller: the shipped flags
+    but those set since (Metacontroller's default apply strategy, `dynamic-apply`)."""
+    return tuple(f for f in shipped_flags() if not f.startswith(NEW_SINCE_0_1_0))
+
+
 @dataclass
 class Stack:
     """A running API server and hook with our controller installed; Metacontroller on demand."""

@@ -60,18 +60,15 @@ def build_overlay(overlay: str) -> str:
             assert remote == [METACONTROLLER_RELEASE], f"{overlay}: unexpected remote {remote}"
             local = Path(tmp) / overlay
             shutil.copytree(source, local)
+
             # kustomize takes no absolute path as a base: every one relative to the copy.
-            kustomization["resources"] = [
-                os.path.relpath(
-                    metacontroller_manifests() if r == METACONTROLLER_RELEASE
-                    else (source / r).resolve(),
-                    local,
-                )
-                for r in resources
-            ]  # fmt: skip
+            def relative(entry: str) -> str:
+                found = metacontroller_manifests() if entry == METACONTROLLER_RELEASE else None
+                return os.path.relpath(found or (source / entry).resolve(), local)
+
+            kustomization["resources"] = [relative(r) for r in resources]
             kustomization["components"] = [
-                os.path.relpath((source / c).resolve(), local)
-                for c in kustomization.get("components") or []
+                relative(c) for c in kustomization.get("components") or []
             ]
             (local / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
             source = local

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from app.applied import applied_configuration
 from app.reconcile import sync
 from tests import support as s
+from tests.apiserver.resources import as_written
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "ssa-children.json").read_text())
 PARENT = FIXTURE["parent"]
@@ -32,33 +33,14 @@ def _split(child_type: str) -> tuple[str, str]:
     return version, kind
 
 
-def _controller_ref() -> dict[str, Any]:
-    """The owner reference Metacontroller adds to every configuration it applies."""
-    meta = PARENT["metadata"]
-    return {
-        "apiVersion": PARENT["apiVersion"],
-        "kind": PARENT["kind"],
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 def _answered() -> dict[tuple[str, str], dict[str, Any]]:
-    """The hook's answer for the fixture's job, as Metacontroller applied it: with the job as
-    its controller, and (`generateSelector`) the `controller-uid` label."""
+    """The hook's answer for the fixture's job, as Metacontroller applied it."""
     children = {
         child_type: {f"{c['metadata']['namespace']}/{c['metadata']['name']}": c for c in group}
         for child_type, group in FIXTURE["children"].items()
     }
     answer = sync(s.envelope(copy.deepcopy(PARENT), copy.deepcopy(children)), s.NOW)
-    out = {}
-    for child in answer["children"]:
-        child["metadata"]["ownerReferences"] = [_controller_ref()]
-        child["metadata"]["labels"]["controller-uid"] = UID
-        out[(child["kind"], child["metadata"]["name"])] = child
-    return out
+    return {(c["kind"], c["metadata"]["name"]): as_written(c, PARENT) for c in answer["children"]}
 
 
 @pytest.mark.parametrize(("child_type", "child"), CHILDREN, ids=[k for k, _ in CHILDREN])

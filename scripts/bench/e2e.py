@@ -32,14 +32,13 @@ from localcluster import kubelet as podstatus
 from localcluster.realstack import Hook, composite_controller, install_controller, serve_hook
 from localcluster.rest import Rest as Kube
 from localcluster.rest import path
-from localcluster.stack import REPO, Stack, real_stack, shipped_flags
+from localcluster.stack import REPO, Stack, real_stack, release_0_1_0_flags, shipped_flags
 from scripts.bench.e2e_report import (
     BEFORE,
     CONFIGMAP_END,
     CONFIGMAP_START,
     DYNAMIC,
     END,
-    NEW_SINCE_0_1_0,
     START,
     Measure,
     configmap_report,
@@ -267,7 +266,7 @@ def main(argv: list[str]) -> int:
     scenarios = chosen(args)
     settings = [Setting("Metacontroller's defaults", ())] if args.defaults else []
     if args.configmap:
-        before = tuple(f for f in shipped_flags() if not f.startswith(NEW_SINCE_0_1_0))
+        before = release_0_1_0_flags()
         settings = [Setting(BEFORE, before, inline=True), Setting(DYNAMIC, before)]
     for spec in args.setting:
         name, _, flags = spec.partition("=")

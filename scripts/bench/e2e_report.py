@@ -15,9 +15,6 @@ CONFIGMAP_START = "<!-- bench-e2e-configmap:start -->"
 CONFIGMAP_END = "<!-- bench-e2e-configmap:end -->"
 BEFORE = "MX_CONFIG inline, dynamic apply (0.1.0, before)"
 DYNAMIC = "ConfigMap, dynamic apply"
-# Metacontroller's flags of release 0.1.0's with-metacontroller overlay: the shipped ones but
-# these two (its default apply strategy, dynamic-apply, and its release's log level).
-NEW_SINCE_0_1_0 = ("--apply-strategy=", "--zap-log-level=")
 
 
 @dataclass

@@ -25,9 +25,8 @@ import yaml
 from localcluster import kubelet as podstatus
 from localcluster.rest import Rest as Kube
 from localcluster.rest import path
-from localcluster.stack import Stack, real_stack, shipped_flags
+from localcluster.stack import Stack, real_stack, release_0_1_0_flags, shipped_flags
 from scripts.bench.e2e import mark_pods, new_namespace
-from scripts.bench.e2e_report import NEW_SINCE_0_1_0
 from scripts.bench.observe import cpu_seconds, hook_log, wait_for, watching
 from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import machine, table
@@ -94,11 +93,10 @@ def main(argv: list[str]) -> int:
         help="also profile Metacontroller's CPU for SECONDS from the first flip",
     )
     args = parser.parse_args(argv)
-    shipped = shipped_flags()
     settings = [
         ("dynamic-apply (the shipped flags but the apply strategy and log level)",
-         tuple(f for f in shipped if not f.startswith(NEW_SINCE_0_1_0))),
-        ("server-side-apply (as shipped)", shipped),
+         release_0_1_0_flags()),
+        ("server-side-apply (as shipped)", shipped_flags()),
     ]  # fmt: skip
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="mxjob-bench-steady-"))

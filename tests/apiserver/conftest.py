@@ -100,8 +100,10 @@ def real_stack(
     try:
         install_crds(apiserver)
         delete_jobs(apiserver)
-        guard = ("apply" if shipped else "delete", "-f", str(ADOPTION_GUARD))
-        apiserver.kubectl(*guard, *(() if shipped else ("--ignore-not-found",)))
+        if shipped:
+            apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))
+        else:
+            apiserver.kubectl("delete", "-f", str(ADOPTION_GUARD), "--ignore-not-found")
         with serve_hook(workdir) as hook:
             install_controller(apiserver, hook.url)
             with run_metacontroller(metacontroller_binary, apiserver, workdir, flags) as running:

@@ -133,6 +133,12 @@ class Job:
         apply(self.server, self.namespace, job)
 
 
+def content(child: dict[str, Any]) -> tuple[str, Any, Any, Any]:
+    """A child's identity and what it is: uid, labels, spec (a ConfigMap's data)."""
+    meta = child["metadata"]
+    return meta["uid"], meta.get("labels"), child.get("spec"), child.get("data")
+
+
 def apply(server: ApiServer, namespace: str, job: dict[str, Any]) -> None:
     server.kubectl(
         "apply", f"--namespace={namespace}", "-f", "-", input=yaml.safe_dump(job, sort_keys=False)

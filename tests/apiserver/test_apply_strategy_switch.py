@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from app.children import LAST_APPLIED
 from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
 from localcluster.crds import install_crds
 from localcluster.realstack import (
@@ -30,13 +31,12 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
-from localcluster.stack import ADOPTION_GUARD, shipped_flags
+from localcluster.stack import ADOPTION_GUARD, release_0_1_0_flags, shipped_flags
 from localcluster.waiting import wait_for
 
-from .scenario import Job, manifest, run_job
+from .scenario import Job, content, manifest, run_job
 
-LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
-DYNAMIC = tuple(f for f in shipped_flags() if not f.startswith("--apply-strategy="))
+DYNAMIC = release_0_1_0_flags()  # Metacontroller's default apply strategy
 SETTLED = 3  # syncs of the job answered after a (re)start before its children are compared
 RESYNC = 2  # seconds, the CompositeController's resyncPeriodSeconds here (30 as shipped)
 
@@ -109,10 +109,7 @@ def kinds(versions: dict[str, str], kind: str) -> dict[str, str]:
 
 def what(children: Children) -> dict[str, Any]:
     """Each child's identity and content, without Metacontroller's bookkeeping."""
-    return {
-        key: (c["metadata"]["uid"], c["metadata"].get("labels"), c.get("spec"), c.get("data"))
-        for key, c in children.items()
-    }
+    return {key: content(child) for key, child in children.items()}
 
 
 def annotated(children: Children) -> set[str]:

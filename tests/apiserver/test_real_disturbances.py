@@ -14,7 +14,7 @@ from localcluster.waiting import wait_for
 
 from .conftest import RealStack
 from .resources import crd_without_rules
-from .scenario import CREATED, RUNNING, Job, State, apply_job, manifest, pods, run_job
+from .scenario import CREATED, RUNNING, Job, State, apply_job, content, manifest, pods, run_job
 
 DIST = "mnist-dist-cpu"
 ALL = tuple(f"{DIST}-{r}" for r in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1"))
@@ -69,12 +69,6 @@ def test_hook_fails_an_invalid_new_job_without_creating_anything(
     assert condition is not None
     assert "spec.mxReplicaSpecs.Scheduler" in condition["message"]
     assert job.children() == {}
-
-
-def content(child: dict[str, Any]) -> tuple[str, Any, Any, Any]:
-    """A child's identity and what it is: uid, labels, spec (a ConfigMap's data)."""
-    meta = child["metadata"]
-    return meta["uid"], meta.get("labels"), child.get("spec"), child.get("data")
 
 
 def version(children: dict[str, dict[str, Any]]) -> dict[str, str]:
