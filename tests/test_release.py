@@ -3,10 +3,12 @@ name and tag, the CI workflow under the real actionlint, `--version` and `mxjob_
 `make run`'s Python check and broken-.venv rebuild (in a temporary copy, never the real .venv)."""
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from app import __version__
+from localcluster.ports import free_port
 from tests.hardening import serving
 from tests.test_manifests import IMAGE, LAYOUT, build
 
@@ -68,6 +71,114 @@ def test_changelog_has_the_version_first() -> None:
     assert released[0] == __version__
 
 
+def test_changelog_and_version_follow_the_release_rule() -> None:
+    """CHANGELOG.md's header: entries under [Unreleased] come with a version not yet released."""
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.release_check"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "")
+
+
+HEADER = "# Changelog\n\n## [Unreleased]\n"
+RELEASED = "\n## [0.2.0] - 2026-11-23\n\n### Added\n- b\n\n## [0.1.0] - 2026-01-01\n\n- a\n"
+
+
+@pytest.mark.parametrize(
+    ("changelog", "version", "tag", "wanted"),
+    [
+        pytest.param(HEADER + RELEASED, "0.2.0", None, [], id="released"),
+        pytest.param(HEADER + RELEASED, "0.2.0", "v0.2.0", [], id="released-tagged"),
+        pytest.param(HEADER + "\n### Fixed\n- c\n" + RELEASED, "0.2.1", None, [], id="bumped"),
+        pytest.param(
+            HEADER + "\n### Fixed\n- c\n" + RELEASED,
+            "0.2.0",
+            None,
+            [
+                "entries under [Unreleased] but app.__version__ is 0.2.0, not newer than the "
+                "newest dated section 0.2.0: bump it past 0.2.0"
+            ],
+            id="unreleased-code-as-a-released-version",
+        ),
+        pytest.param(
+            HEADER + "\n### Fixed\n- c\n" + RELEASED,
+            "0.2.1",
+            "v0.2.1",
+            [
+                "entries under [Unreleased]: make them the section ## [0.2.1] - <date> before "
+                "tagging v0.2.1",
+                "newest dated section is 0.2.0, not app.__version__ 0.2.1",
+            ],
+            id="tag-with-unreleased-entries",
+        ),
+        pytest.param(
+            HEADER + RELEASED,
+            "0.3.0",
+            "v0.3.0",
+            ["newest dated section is 0.2.0, not app.__version__ 0.3.0"],
+            id="tag-without-its-section",
+        ),
+        pytest.param(
+            HEADER + RELEASED,
+            "0.2.0",
+            "v0.1.0",
+            ["tag v0.1.0 is not v0.2.0 (app.__version__)"],
+            id="tag-of-another-version",
+        ),
+        pytest.param(
+            "# Changelog\n" + RELEASED.replace("0.2.0] - 2026-11-23", "0.2.0]"),
+            "0.2.0",
+            "v0.2.0",
+            ["newest dated section is 0.1.0, not app.__version__ 0.2.0"],
+            id="section-without-a-date",
+        ),
+    ],
+)
+def test_release_check_refuses_what_the_rule_forbids(
+    tmp_path: Path, changelog: str, version: str, tag: str | None, wanted: list[str]
+) -> None:
+    """scripts/release_check.py, as the release workflow runs it, on planted changelogs."""
+    (tmp_path / "CHANGELOG.md").write_text(changelog)
+    args = ["--changelog", str(tmp_path / "CHANGELOG.md"), "--version", version]
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.release_check", *args, *(["--tag", tag] if tag else [])],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert done.returncode == (1 if wanted else 0)
+    assert len(lines) == len(wanted)
+    for line, part in zip(lines, wanted, strict=True):
+        assert line.startswith("error: ")
+        assert part in line
+
+
+def test_release_workflow_runs_the_release_check() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    steps = workflow["jobs"]["image"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    check = next(i for i, r in enumerate(runs) if "scripts.release_check" in r)
+    push = next(i for i, s in enumerate(steps) if s.get("with", {}).get("push") is True)
+    assert 'python -m scripts.release_check --tag "$GITHUB_REF_NAME"\n' in runs[check]
+    assert check < push
+
+
+# Where the docs and the README name a release: a checkout, an image tag, a kustomize pin.
+VERSION_MENTIONS = re.compile(
+    r"git checkout v(\d+\.\d+\.\d+)|mxjob-controller:(\d+\.\d+\.\d+)"
+    r"|newTag: (\d+\.\d+\.\d+)|for\s+version (\d+\.\d+\.\d+)"
+)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/install.md"])
+def test_install_docs_name_the_current_release(doc: str) -> None:
+    text = (REPO / doc).read_text()
+    named = [next(g for g in m.groups() if g) for m in VERSION_MENTIONS.finditer(text)]
+    assert set(named) <= {__version__}, doc
+    if doc == "docs/install.md":
+        assert f"`git checkout v{__version__}` for\nversion {__version__}" in text
+        assert len(named) >= 5
+
+
 def test_licence_is_the_full_apache_2_text() -> None:
     text = (REPO / "LICENSE").read_bytes()
     assert hashlib.sha256(text).hexdigest() == APACHE_2_SHA256
@@ -116,14 +227,14 @@ def test_workflow_passes_actionlint(go_tool: Callable[[str], Path]) -> None:
             id="unknown-key",
         ),
         pytest.param(
-            "needs: test",
-            "needs: tests",
+            "needs: [test, image-build]",
+            "needs: [tests, image-build]",
             'job "image" needs job "tests" which does not exist',
             id="bad-needs",
         ),
         pytest.param(
-            '"$GITHUB_REF_NAME" != "v$version"',
-            "$GITHUB_REF_NAME != v$version",
+            '--tag "$GITHUB_REF_NAME"',
+            "--tag $GITHUB_REF_NAME",
             "SC2086",
             id="shellcheck",
         ),
@@ -279,3 +390,74 @@ def test_install_docs_own_image_overlay(tmp_path: Path) -> None:
     (container,) = objects["Deployment"]["spec"]["template"]["spec"]["containers"]
     assert container["image"] == f"registry.example.com/ml/mxjob-controller:{__version__}"
     assert objects["ServiceAccount"]["imagePullSecrets"] == [{"name": "my-registry"}]
+
+
+def test_ci_builds_and_smoke_tests_the_image_before_any_release() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    job = workflow["jobs"]["image-build"]
+    assert "if" not in job  # every push and pull request
+    assert "image-build" in workflow["jobs"]["image"]["needs"]
+    builds = [s["with"] for s in job["steps"] if "build-push-action" in s.get("uses", "")]
+    assert [(b["platforms"], b.get("push"), b.get("load")) for b in builds] == [
+        ("${{ env.PLATFORMS }}", False, None),
+        ("linux/amd64", None, True),
+    ]
+    assert workflow["env"]["PLATFORMS"] == "linux/amd64,linux/arm64"
+    assert job["steps"][-1]["run"] == 'scripts/image-smoke.sh "$IMAGE:ci"'
+
+
+# A TEST DOUBLE for docker, for scripts/image-smoke.sh alone: `run --rm IMAGE ARGS` runs
+# `python -m app ARGS` from the checkout, `run -d --name N -p 127.0.0.1:PORT:8080 IMAGE` serves
+# the hook on that port as the image's default command does, `rm -f N` stops it, `logs N`
+# prints its output. It models nothing else of docker or the image.
+DOCKER_DOUBLE = """#!/usr/bin/env bash
+set -eu
+state={state}
+case "$1 $2" in
+  "run --rm") shift 3; [ "${{SAY_VERSION:-}}" ] && {{ echo "$SAY_VERSION"; exit 0; }}
+              exec {python} -m app "$@" ;;
+  "run -d") name=$4; port=${{6#127.0.0.1:}}; port=${{port%:8080}}
+            {python} -m app serve --host 127.0.0.1 --port "$port" >"$state/$name.log" 2>&1 &
+            echo $! >"$state/$name.pid"; echo "$name" ;;
+  "rm -f") kill "$(cat "$state/$3.pid")" ;;
+  "logs "*) cat "$state/$2.log" ;;
+  *) echo "docker double: $*" >&2; exit 2 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("say", "code", "message"),
+    [
+        pytest.param(None, 0, "image-smoke: GET /healthz: ok", id="good"),
+        pytest.param(
+            "mxjob-controller 0.0.1",
+            1,
+            "--version says 'mxjob-controller 0.0.1', not 'mxjob-controller {version}'",
+            id="wrong-version",
+        ),
+    ],
+)
+def test_image_smoke_script(tmp_path: Path, say: str | None, code: int, message: str) -> None:
+    docker = tmp_path / "docker"
+    docker.write_text(DOCKER_DOUBLE.format(state=tmp_path, python=sys.executable))
+    docker.chmod(0o755)
+    env = {**os.environ, "DOCKER": str(docker), "PORT": str(free_port()), "TIMEOUT": "60"}
+    if say:
+        env["SAY_VERSION"] = say
+    done = subprocess.run(
+        [str(REPO / "scripts" / "image-smoke.sh"), "mxjob-controller:ci"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == code, done.stderr
+    assert message.format(version=__version__) in done.stdout + done.stderr
+    if code == 0:
+        assert f"image-smoke: --version: mxjob-controller {__version__}" in done.stdout
+        (pid,) = (p.read_text().strip() for p in tmp_path.glob("*.pid"))
+        for _ in range(100):  # the served hook was stopped (SIGTERM: it shuts down)
+            state = Path(f"/proc/{pid}/stat")
+            if not state.exists() or state.read_text().split(") ")[-1].startswith("Z"):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the hook the script started (pid {pid}) still runs")
