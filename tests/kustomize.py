@@ -5,16 +5,24 @@ tag on GitHub. Tests have no network: `build_overlay` builds a copy of the overl
 base is replaced by the same release's manifests in Metacontroller's source copy
 (../shared/third_party/metacontroller/manifests, or `$METACONTROLLER_SRC/manifests`), with the
 real kubectl's kustomize. Everything else in the overlay is built as it is.
+
+`kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh
+picks for the API-server tier (the machine's of the pinned minor, or one it builds and caches).
 """
 
+import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
+
+from localcluster import buildscript
 
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -24,13 +32,42 @@ METACONTROLLER_RELEASE = (
 DEFAULT_SOURCE = REPO.parent / "shared" / "third_party" / "metacontroller"
 
 
+class MissingMetacontrollerSource(FileNotFoundError):
+    pass
+
+
 def metacontroller_manifests() -> Path:
     """The local copy of Metacontroller v4.17.2's production manifests."""
     source = Path(os.environ.get("METACONTROLLER_SRC", DEFAULT_SOURCE))
     for candidate in (source / "manifests" / "production", source / "manifests"):
         if (candidate / "kustomization.yaml").is_file():
             return candidate
-    raise FileNotFoundError(f"no Metacontroller manifests (kustomization.yaml) under {source}")
+    raise MissingMetacontrollerSource(
+        f"the with-metacontroller overlay is built from Metacontroller v4.17.2's source, and "
+        f"{source} has no manifests/production/kustomization.yaml: set METACONTROLLER_SRC to a "
+        "checkout of https://github.com/metacontroller/metacontroller at tag v4.17.2 "
+        "(README.md, Two commands)"
+    )
+
+
+def needs_metacontroller_source(overlay: str) -> bool:
+    """The overlay's build reads Metacontroller's manifests (its remote base)."""
+    kustomization = yaml.safe_load((OVERLAYS / overlay / "kustomization.yaml").read_text())
+    return METACONTROLLER_RELEASE in (kustomization.get("resources") or [])
+
+
+@functools.cache
+def kubectl() -> str:
+    """The kubectl scripts/k8s-binaries.sh picks (the machine's of the pinned minor, else built
+    once and cached, as for the API-server tier), found once per session."""
+    script = REPO / "scripts" / "k8s-binaries.sh"
+    live = lambda line: print(line, file=sys.__stderr__, flush=True)  # noqa: E731 (a cold build)
+    try:
+        paths = buildscript.run(script, ["kubectl"], live, {**os.environ, "PYTHON": sys.executable})
+    except buildscript.BuildScriptError as error:
+        raise RuntimeError(f"no kubectl for kustomize: {error}") from None
+    assert "KUBECTL" in paths, f"{script} kubectl printed no KUBECTL="
+    return str(paths["KUBECTL"])
 
 
 def with_components(folder: Path, overlay: str, *components: str) -> Path:
@@ -49,8 +86,6 @@ def with_components(folder: Path, overlay: str, *components: str) -> Path:
 
 def build_overlay(overlay: str) -> str:
     """The overlay's `kubectl kustomize` output (YAML text)."""
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl (with its built-in kustomize) must be on PATH"
     source = OVERLAYS / overlay
     kustomization = yaml.safe_load((source / "kustomization.yaml").read_text())
     resources = kustomization.get("resources") or []
@@ -73,7 +108,7 @@ def build_overlay(overlay: str) -> str:
             (local / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
             source = local
         result = subprocess.run(
-            [kubectl, "kustomize", str(source)],
+            [kubectl(), "kustomize", str(source)],
             capture_output=True, text=True, check=False, timeout=60,
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -87,6 +122,13 @@ def is_metacontroller(document: dict[str, Any]) -> bool:
 
 
 def hook_objects(overlay: str) -> tuple[dict[str, Any], ...]:
-    """The overlay's objects but Metacontroller's own: what this project installs."""
-    documents = (d for d in yaml.safe_load_all(build_overlay(overlay)) if d)
-    return tuple(d for d in documents if not is_metacontroller(d))
+    """The overlay's objects but Metacontroller's own: what this project installs. Without
+    Metacontroller's source, the test fails with the one message that says where to put it."""
+    try:
+        text = build_overlay(overlay)
+    except MissingMetacontrollerSource as missing:
+        message = str(missing)
+    else:
+        documents = (d for d in yaml.safe_load_all(text) if d)
+        return tuple(d for d in documents if not is_metacontroller(d))
+    pytest.fail(message, pytrace=False)

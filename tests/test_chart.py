@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from app import __version__
-from tests.kustomize import with_components
+from tests.kustomize import kubectl, with_components
 
 # Each case renders the chart with the real helm: about a second each.
 pytestmark = pytest.mark.slow
@@ -65,7 +65,7 @@ def kustomize(tmp_path: Path, overlay: str, *components: str) -> Objects:
     target = REPO / "manifests" / "overlays" / overlay
     if components:
         target = with_components(tmp_path / "wrapper", overlay, *components)
-    done = run(["kubectl", "kustomize", str(target)])
+    done = run([kubectl(), "kustomize", str(target)])
     # Helm installs into an existing namespace (--create-namespace), it never owns one.
     return {k: v for k, v in keyed(yaml.safe_load_all(done.stdout)).items() if k[0] != "Namespace"}
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from app import metrics
+from tests.kustomize import kubectl
 from tests.test_manifests import HOOK_LABELS, build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,7 +150,7 @@ def kustomize(tmp_path: Path, *components: str) -> tuple[dict[str, Any], ...]:
         )
     )
     done = subprocess.run(
-        ["kubectl", "kustomize", str(overlay)],
+        [kubectl(), "kustomize", str(overlay)],
         capture_output=True,
         text=True,
         timeout=60,

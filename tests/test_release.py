@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app import __version__
 from localcluster.ports import free_port
 from tests.hardening import serving
+from tests.kustomize import kubectl
 from tests.test_manifests import IMAGE, LAYOUT, build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -382,7 +383,7 @@ def test_install_docs_own_image_overlay(tmp_path: Path) -> None:
     (tmp_path / "my-install").mkdir()
     (tmp_path / "my-install" / "kustomization.yaml").write_text(block)
     done = subprocess.run(
-        ["kubectl", "kustomize", str(tmp_path / "my-install")],
+        [kubectl(), "kustomize", str(tmp_path / "my-install")],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

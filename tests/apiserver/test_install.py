@@ -16,7 +16,7 @@ from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import metacontroller_crds
 from localcluster.waiting import wait_for
-from tests.kustomize import with_components
+from tests.kustomize import kubectl, with_components
 
 from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
 
@@ -44,7 +44,7 @@ def dry_run(server: ApiServer, documents: list[dict[str, Any]]) -> subprocess.Co
 
 def kustomize(*args: str) -> list[dict[str, Any]]:
     done = subprocess.run(
-        ["kubectl", "kustomize", *args], capture_output=True, text=True, timeout=60, check=True
+        [kubectl(), "kustomize", *args], capture_output=True, text=True, timeout=60, check=True
     )
     return [d for d in yaml.safe_load_all(done.stdout) if d]
 
