@@ -3,6 +3,7 @@ children in the golden files."""
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -416,3 +417,38 @@ def golden_children() -> list[Any]:
 @pytest.mark.parametrize("child", golden_children())
 def test_golden_pods_and_services_are_valid_kubernetes(child: dict[str, Any]) -> None:
     kubernetes_validate.validate(child, KUBERNETES, strict=True)
+
+
+def test_kubeflow_hook_pods_run_without_an_istio_sidecar() -> None:
+    """Kubeflow labels its namespaces for Istio injection; Metacontroller calls the hook in
+    plain HTTP, so a sidecar under STRICT mTLS would refuse every sync."""
+    for overlay in LAYOUT:
+        template = the(overlay, "Deployment")["spec"]["template"]
+        annotations = template["metadata"].get("annotations") or {}
+        if overlay == "kubeflow":
+            assert annotations == {"sidecar.istio.io/inject": "false"}
+        else:
+            assert "sidecar.istio.io/inject" not in annotations, overlay
+
+
+# A file a comment names (`tests/...py::test`, `prometheusrule.yaml`, `../../base/...`).
+NAMED_FILE = re.compile(
+    r"(?<![\w/.:-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\.(?:py|yaml|json|md|sh))(?:::(\w+))?"
+)
+
+
+def test_manifest_comments_name_files_that_exist() -> None:
+    """Each file a comment of manifests/, metacontroller/ or the chart names exists (from the
+    repository, manifests/, the comment's folder or the one above), and so does the test it
+    names after `::`."""
+    missing = []
+    for folder in ("manifests", "metacontroller", "charts"):
+        for path in sorted((REPO / folder).rglob("*.yaml")):
+            comments = [s for s in path.read_text().splitlines() if s.lstrip().startswith("#")]
+            for match in (m for line in comments for m in NAMED_FILE.finditer(line)):
+                name, test = match.groups()
+                bases = (REPO, REPO / "manifests", path.parent, path.parent.parent)
+                found = next((b / name for b in bases if (b / name).is_file()), None)
+                if found is None or (test and f"def {test}(" not in found.read_text()):
+                    missing.append(f"{path.relative_to(REPO)}: {match.group(0)}")
+    assert missing == []
