@@ -5,6 +5,8 @@ components that install the same thing. The chart reads every object from the ma
 stops matching its overlay is caught here."""
 
 import copy
+import re
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -118,17 +120,30 @@ def test_chart_renders_the_objects_of_the_overlay(
         assert without_helm_metadata(obj) == expected[key], key
 
 
-def test_chart_in_kubeflow_matches_the_kubeflow_overlay_but_its_roles(
-    helm: Callable[..., Any], tmp_path: Path
+@pytest.mark.parametrize("roles", [False, True], ids=["without-roles", "kubeflowRoles"])
+def test_chart_in_kubeflow_matches_the_kubeflow_overlay(
+    helm: Callable[..., Any], tmp_path: Path, roles: bool
 ) -> None:
-    """The chart has no Kubeflow roles (use the kubeflow overlay for them); the rest matches."""
+    """Without `kubeflowRoles` the chart has no Kubeflow roles and the rest matches the kubeflow
+    overlay; with it, the overlay's three ClusterRoles too, object by object."""
     expected = kustomize(tmp_path, "kubeflow")
-    roles = {key for key in expected if key[0] == "ClusterRole"}
-    assert len(roles) == 3
-    rendered = template(
-        helm, "kubeflow", "--set-string", r"podAnnotations.sidecar\.istio\.io/inject=false"
-    )
-    assert sorted(rendered) == sorted(set(expected) - roles)
+    cluster_roles = {key for key in expected if key[0] == "ClusterRole"}
+    assert len(cluster_roles) == 3
+    if roles:  # the command docs/install.md gives, as `helm template`
+        (command,) = re.findall(
+            r"^helm install mxjob-controller charts/mxjob-controller --namespace kubeflow .*?\n(?!  )",
+            (REPO / "docs" / "install.md").read_text(),
+            re.M | re.S,
+        )
+        args = shlex.split(command.replace("\\\n", " "))
+        assert args[:4] == ["helm", "install", "mxjob-controller", "charts/mxjob-controller"]
+        args[3] = str(CHART)
+        rendered = keyed(yaml.safe_load_all(helm("template", *args[2:]).stdout))
+    else:
+        rendered = template(
+            helm, "kubeflow", "--set-string", r"podAnnotations.sidecar\.istio\.io/inject=false"
+        )
+    assert sorted(rendered) == sorted(expected if roles else set(expected) - cluster_roles)
     for key, obj in rendered.items():
         assert without_helm_metadata(obj) == expected[key], key
 
