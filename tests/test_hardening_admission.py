@@ -168,7 +168,7 @@ def test_a_refusal_before_the_body_closes_the_connection(
 
 
 def test_a_stalled_large_upload_releases_the_large_slot() -> None:
-    """The issue's case: a large upload that stops holds the one large-request slot; with
+    """The case that once blocked every large job: a large upload that stops holds the one large-request slot; with
     the chunk deadline it gets 408 and the next large request goes through."""
     app = _app(read_chunk_timeout_seconds=0.3, max_body_bytes=64 * 1024 * 1024)
     stalled = Call("stalled", [b"{" * 1000, "stall"], declared=24 * 1024 * 1024)

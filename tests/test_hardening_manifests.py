@@ -1,5 +1,5 @@
 """The hook's deployment as kustomize builds it keeps everyone else out and stays up: each
-requirement of issue 9, checked on every overlay's `kubectl kustomize` output."""
+requirement of the locked-down deployment, checked on every overlay's `kubectl kustomize` output."""
 
 import re
 from functools import cache

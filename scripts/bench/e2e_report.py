@@ -79,7 +79,7 @@ def results_table(measures: list[Measure]) -> list[str]:
     return table(header, rows)
 
 
-# The issue's targets, for the shipped setting: (scenario, figure, limit, what).
+# The targets (docs/performance.md), for the shipped setting: (scenario, figure, limit, what).
 TO_CHILDREN_S = 6.9  # training-operator v1.8.1, typical job, its defaults (median of 2)
 
 TO_CPU_S = 0.43
@@ -184,7 +184,7 @@ LIFE: tuple[tuple[str, Callable[[Measure], str]], ...] = (
         f"{m.requests[v]:,}" for v in ("create", "patch", "update", "delete"))),
 )  # fmt: skip
 
-TO_LIFE_CPU_S = 14.5  # training-operator v1.8.1, the 1/100/1000 job's life (issue 17)
+TO_LIFE_CPU_S = 14.5  # training-operator v1.8.1, the 1/100/1000 job's life
 LIFE_TARGETS: tuple[tuple[str, Callable[[Measure], float], float, str], ...] = (
     ("request per sync ≤ 10 MB (max)", lambda m: max(request_mb(m), default=0) / 1e6, 10, "MB"),
     ("Running reported ≤ 1 s after the last pod runs", running_after, 1, "s"),
