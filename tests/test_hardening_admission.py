@@ -56,6 +56,10 @@ class Call:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     reader: Gate | None = None  # a client that takes its answer only once this opens
+    # Set (by the test, from any thread) when the client leaves after its last step.
+    left: bool = False
+    pieces: int = 0  # pieces of the answer's body the client took
+    leave_after: int | None = None  # leaves once it took this many pieces
 
     async def run(self, app: Any, log: list[str]) -> None:
         steps = list(self.steps)
@@ -76,8 +80,9 @@ class Call:
                     log.append(f"{self.name} sent")
                     more = any(x != "leave" for x in steps)
                     return {"type": "http.request", "body": step, "more_body": more}
-            await anyio.sleep_forever()
-            raise AssertionError("unreachable")
+            while not self.left:
+                await anyio.sleep(0.01)
+            return {"type": "http.disconnect"}
 
         async def send(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -88,6 +93,8 @@ class Call:
                 if self.reader is not None:
                     await self.reader.wait()
                 self.body += bytes(message.get("body", b""))
+                self.pieces += 1
+                self.left = self.left or self.pieces == self.leave_after
                 if not message.get("more_body", False):
                     log.append(f"{self.name} taken")
 
@@ -327,3 +334,57 @@ def test_a_bug_in_the_core_is_a_500_not_a_4xx(
     [line] = _lines(json_log)
     assert (line["level"], line["outcome"], line["job"]) == ("error", "error", "mnist")
     assert type(bug).__name__ in line["exception"]
+
+
+# A request for a job of 200 workers: its answer is over web.PIECE, sent in several pieces.
+TWO_PIECES = orjson.dumps(s.request(s.mxjob(s.train_spec(1, 200))))
+
+
+@pytest.mark.parametrize("when", ["during-its-sync", "while-its-answer-is-sent"])
+def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
+    when: str, json_log: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that leaves while its sync runs, or between two pieces of its answer, had no
+    answer: counted `client_gone` and logged as a warning, never as an answered sync."""
+    call = post("leaving", TWO_PIECES)
+    if when == "during-its-sync":
+        core = web.sync_result
+
+        def leave_meanwhile(*args: Any) -> Any:
+            result = core(*args)
+            call.left = True
+            return result
+
+        monkeypatch.setattr(web, "sync_result", leave_meanwhile)
+    else:
+        call.leave_after = 1
+    before = {outcome: _count(outcome) for outcome in ("ok", "client_gone")}
+    _run(_app(), [(0, call)])
+    assert _count("client_gone") - before["client_gone"] == 1
+    assert _count("ok") == before["ok"]
+    answer = orjson.dumps(s.sync(s.request(s.mxjob(s.train_spec(1, 200))), s.NOW))
+    assert len(answer) > 2 * web.PIECE
+    assert len(call.body) < len(answer)
+    if when == "during-its-sync":
+        assert call.status is None  # nothing sent
+    [line] = _lines(json_log)
+    assert (line["level"], line["outcome"], line["job"]) == ("warning", "client_gone", "mnist")
+    assert line["message"] == "client went away before it had its answer"
+    assert "exception" not in line
+
+
+def test_a_content_length_of_other_digits_is_no_length() -> None:
+    """"²" is a digit to str.isdigit() but not to int(): such a Content-Length counts as
+    none (a body of unknown length), never a 500."""
+    for declared in ("²".encode("latin-1"), "٣".encode(), b"12\xb2"):
+        call = Call("odd", [NEW_JOB])
+
+        async def run(call: Call = call, declared: bytes = declared) -> None:
+            async def app(scope: Any, receive: Any, send: Any) -> None:
+                headers = [(b"content-length", declared)]
+                await _app()(scope | {"headers": headers}, receive, send)
+
+            await call.run(app, [])
+
+        anyio.run(run)
+        assert call.status == 200, (declared, call.body)
