@@ -4,7 +4,11 @@ answered 500, never 422."""
 
 import io
 import json
+import gc
 import logging
+import threading
+import tracemalloc
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -388,3 +392,68 @@ def test_a_content_length_of_other_digits_is_no_length() -> None:
 
         anyio.run(run)
         assert call.status == 200, (declared, call.body)
+
+
+class Marker:
+    """Put into a parsed request, to see with a weak reference whether it is still alive."""
+
+
+# Over web.INLINE_BODY, so parsed and answered in the worker thread: 2 MiB, 20,000 objects.
+PADDED = s.request(s.mxjob(s.train_spec())) | {"padding": [{"k": "x" * 100}] * 20_000}
+
+
+@pytest.mark.parametrize(
+    ("kind", "bug", "status"),
+    [("TFJob", None, 422), ("MXJob", TypeError, 500)],
+    ids=["refused-422", "crashed-500"],
+)
+def test_an_error_answer_keeps_neither_the_body_nor_the_parsed_request(
+    kind: str, bug: type[Exception] | None, status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the cyclic collector off, everything a 422 or a 500 answer to a large request
+    held is freed by reference counting alone once it is answered: the parsed request (a
+    marker in it, by weak reference) and the body's and the parsed request's bytes (traced
+    by tracemalloc). An error raised across the worker thread keeps both, through a cycle of
+    its traceback's frames, until a collection that may come late."""
+    body = orjson.dumps(PADDED | {"parent": PADDED["parent"] | {"kind": kind}})
+    assert len(body) > 2 * 1024 * 1024
+    markers: list[weakref.ref[Marker]] = []
+    parse = web._parse
+
+    def marked(raw: bytearray) -> Any:
+        parsed = parse(raw)
+        marker = Marker()
+        markers.append(weakref.ref(marker))
+        parsed["marker"] = marker
+        return parsed
+
+    monkeypatch.setattr(web, "_parse", marked)
+    if bug is not None:
+
+        def broken(*args: Any) -> Any:
+            raise bug("unhashable type: 'list'")  # a new one: a kept one would keep its frames
+
+        monkeypatch.setattr(web, "sync_result", broken)
+    app = _app()
+    _run(app, [(0, post("warm-up", NEW_JOB))])  # the loop's and the thread's first costs
+    call = post("large", body)
+    markers.clear()
+    gc.collect()
+    gc.disable()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        threads = set(threading.enumerate())
+        _run(app, [(0, call)])
+        # The worker thread drops its last reference to the work a moment after handing
+        # back the result; it ends once the event loop is closed.
+        for thread in set(threading.enumerate()) - threads:
+            thread.join(5)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    print(f"\n{status} to a {len(body) / 2**20:.1f} MiB request: {kept / 1024:+.0f} KiB kept")
+    assert call.status == status
+    assert [marker() for marker in markers] == [None]
+    assert kept < 512 * 1024, f"{kept} bytes kept"
