@@ -456,3 +456,6 @@ def _gone(seconds: float, why: str) -> Response:
     fields = {"outcome": "client_gone", "duration_ms": round(seconds * 1e3, 1)}
     log.warning(why, extra=fields)
     return Response(status_code=400, headers={"Connection": "close"})
+
+
+app = create_app(settings.from_env())
