@@ -2,6 +2,7 @@
 answers to large bodies, a stalled upload, idle and slow connections, answers nobody reads,
 clients that leave, and all of them at once."""
 
+import os
 import socket
 import tempfile
 import threading
@@ -9,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,7 +19,7 @@ import pytest
 
 from app.reconcile import sync
 from tests import support as s
-from tests.hardening import Server, closed_by_peer, start, wait_for
+from tests.hardening import ROOT, Server, closed_by_peer, start, wait_for
 
 MiB = 1024 * 1024
 LIMIT_KIB = 512 * 1024  # the promise: the hook stays within 512 MiB of RSS
@@ -58,6 +60,39 @@ def hook(**env: str) -> Iterator[Server]:
                 server.stop()
 
 
+# Loaded by the server's Python before anything else: the core raises, as a bug would, for
+# a job named "crash".
+CRASHING_CORE = """
+import app.reconcile
+
+_core = app.reconcile.sync_result
+
+
+def _crashing(request, now):
+    if request["parent"]["metadata"]["name"] == "crash":
+        raise TypeError("unhashable type: 'list'")
+    return _core(request, now)
+
+
+app.reconcile.sync_result = _crashing
+"""
+
+
+@contextmanager
+def crashing_hook(**env: str) -> Iterator[Server]:
+    """The real server whose core has a bug for the job named "crash"."""
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "sitecustomize.py").write_text(CRASHING_CORE)
+        with hook(PYTHONPATH=os.pathsep.join([folder, str(ROOT)]), **env) as server:
+            yield server
+
+
+def renamed(request: bytes, name: str) -> bytes:
+    parsed = orjson.loads(request)
+    parsed["parent"]["metadata"]["name"] = name
+    return orjson.dumps(parsed)
+
+
 def head(length: int, path: str = "/sync") -> bytes:
     return f"POST {path} HTTP/1.1\r\nHost: hook\r\nContent-Length: {length}\r\n\r\n".encode()
 
@@ -67,17 +102,25 @@ def status_of(answer: bytes) -> int:
 
 
 def test_error_answers_to_large_requests_free_their_memory() -> None:
-    """A 422 for a 12 MiB request, three times: memory goes back to where a 200 for the
-    same size left it (it used to keep each request until a late collection)."""
-    ok, refused = running(500), running(500, kind="TFJob")
-    with hook() as server:
+    """A 422 and a 500 (a bug in the core) for a 12 MiB request, three times each: memory
+    goes back to where a 200 for the same size left it. Raising those errors across the
+    worker thread kept each request until a late collection: three 422s to it left 38-49
+    MiB more resident. (tests/test_hardening_admission.py holds this exactly, in-process,
+    with the collector off.)"""
+    ok, refused, crashed = running(500), running(500, kind="TFJob"), renamed(running(500), "crash")
+    with crashing_hook() as server:
         assert httpx.post(f"{server.url}/sync", content=ok, timeout=30).status_code == 200
         after_ok = server.memory_kib()
         for _ in range(3):
             assert httpx.post(f"{server.url}/sync", content=refused, timeout=30).status_code == 422
+            assert httpx.post(f"{server.url}/sync", content=crashed, timeout=30).status_code == 500
         grown = server.memory_kib() - after_ok
-    print(f"\nRSS after a 200: {after_ok // 1024} MiB; after three 422s: {grown // 1024:+} MiB")
-    assert grown < 48 * 1024, f"{grown} KiB more after three 422s"
+        server.stop()
+        errors = [orjson.loads(line) for line in server.log_lines() if '"error"' in line]
+    print(f"\nRSS after a 200 to {len(ok) / MiB:.1f} MiB: {after_ok // 1024} MiB;")
+    print(f"after three 422s and three 500s: {grown / 1024:+.1f} MiB")
+    assert [(line["outcome"], line["job"]) for line in errors] == [("error", "crash")] * 3
+    assert grown < 20 * 1024, f"{grown} KiB more after three 422s and three 500s"
 
 
 def test_a_stalled_upload_gets_408_and_the_next_large_job_its_answer() -> None:
