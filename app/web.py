@@ -190,9 +190,10 @@ class Admission:
         waited past the webhook timeout, and not while the budget is overdrawn."""
         await _before(deadline, self.one_at_a_time.acquire)
         try:
+            await _before(deadline, self.budget.until_room)
+            # Once every wait is over: a client may leave while waiting for room.
             if await request.is_disconnected():
                 raise ClientGone
-            await _before(deadline, self.budget.until_room)
             return await anyio.to_thread.run_sync(work)
         finally:
             self.one_at_a_time.release()

@@ -272,6 +272,42 @@ def test_a_client_that_leaves_is_counted_and_logged_without_a_traceback() -> Non
     assert "exception" not in gone
 
 
+def test_a_client_that_left_while_queued_behind_a_large_sync_gets_no_work() -> None:
+    """A 1000-worker job's sync whose 44 MiB answer its client does not take overdraws a
+    16 MiB byte budget, so no other sync starts until that answer is taken or cut (the send
+    timeout, 2 s). A client that sent its whole request meanwhile and left gets no work:
+    counted `client_gone`, a warning that its sync never ran, and no answered sync; the one
+    that never took its answer is `client_gone` too, not `ok`."""
+    queued = renamed(orjson.dumps(s.request(s.mxjob(s.train_spec(4, 20)))), "leaving")
+    budget = str(16 * MiB)
+    env = {"MXJOB_MAX_BODY_BYTES": budget, "MXJOB_BYTES_IN_FLIGHT": budget}
+    with hook(MXJOB_SEND_TIMEOUT_SECONDS="2", **env) as server:
+        with unread_answer(server, new_job(1000)) as large:
+            assert large.recv(12) == b"HTTP/1.1 200"  # its answer exists: the budget is over
+            with server.connect() as leaving:
+                leaving.sendall(head(len(queued)) + queued)
+                time.sleep(0.5)  # queued, its whole request read
+            wait_for(
+                lambda: server.metric("mxjob_sync_requests_total", outcome="client_gone") == 2,
+                10,
+                "both counted gone",
+            )
+        assert server.metric("mxjob_sync_requests_total", outcome="ok") == 0
+        assert httpx.post(f"{server.url}/sync", content=queued, timeout=5).status_code == 200
+        server.stop()
+        lines = [orjson.loads(line) for line in server.log_lines()]
+    syncs = [
+        (line.get("job"), line["level"], line["message"])
+        for line in lines
+        if line["logger"] == "mxjob.sync"
+    ]
+    assert syncs == [
+        ("mnist", "warning", "client went away before it had its answer"),
+        (None, "warning", "client went away before its sync ran"),
+        ("leaving", "info", "sync answered"),
+    ]
+
+
 class Mix:
     """Hostile and careless clients at once, each kind in its own threads."""
 
