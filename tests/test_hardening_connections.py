@@ -145,6 +145,22 @@ def test_a_stalled_upload_gets_408_and_the_next_large_job_its_answer() -> None:
         assert httpx.get(f"{server.url}/healthz", timeout=2).status_code == 200
 
 
+def test_a_body_of_the_largest_size_arrives_well_within_the_chunk_deadline() -> None:
+    """How fast loopback moves a body through the server and the app's reading, the figure
+    the read deadlines were chosen by: a body of 64 MiB less a byte (the default limit),
+    answered 422 as soon as it is read (it is not JSON)."""
+    body = b" " * (64 * MiB - 2) + b"x"
+    with hook() as server, server.connect() as sock:
+        started = time.monotonic()
+        sock.sendall(head(len(body)) + body)
+        answer = sock.recv(4096)
+        took = time.monotonic() - started
+    rate = len(body) / MiB / took
+    print(f"\n{len(body) / MiB:.0f} MiB read and refused in {took:.2f} s ({rate:.0f} MiB/s)")
+    assert status_of(answer) == 422
+    assert took < 4, "a body at the limit took half the read deadline"
+
+
 def drip(sock: socket.socket, data: bytes, every: float, timeout: float) -> tuple[float, bytes]:
     """Send `data` a byte at a time, `every` seconds apart, until the server closes the
     connection: how long that took and what it answered."""
