@@ -1,6 +1,7 @@
 """What the web layer lets in, in-process at the ASGI level: read deadlines (408), the byte
-budget (429), the queue deadline (503), no work for clients that left, and a bug in the core
-answered 500, never 422."""
+budget (429), the queue deadline (503), no work for clients that left and no `ok` for those
+that left before their whole answer, a bug in the core answered 500, never 422, error
+answers that keep nothing once the collector is off, and an odd Content-Length."""
 
 import io
 import json

@@ -1,6 +1,6 @@
 """The real server against careless and hostile clients, its memory read from /proc: error
-answers to large bodies, a stalled upload, idle and slow connections, answers nobody reads,
-clients that leave, and all of them at once."""
+answers to large bodies, a body at the limit, a stalled upload, idle and slow connections,
+answers nobody reads, clients that leave (also while queued), and all of them at once."""
 
 import os
 import socket
