@@ -3,9 +3,9 @@ budget (429), the queue deadline (503), no work for clients that left and no `ok
 that left before their whole answer, a bug in the core answered 500, never 422, error
 answers that keep nothing once the collector is off, and an odd Content-Length."""
 
+import gc
 import io
 import json
-import gc
 import logging
 import threading
 import tracemalloc
@@ -379,7 +379,7 @@ def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
 
 
 def test_a_content_length_of_other_digits_is_no_length() -> None:
-    """"²" is a digit to str.isdigit() but not to int(): such a Content-Length counts as
+    """ "²" is a digit to str.isdigit() but not to int(): such a Content-Length counts as
     none (a body of unknown length), never a 500."""
     for declared in ("²".encode("latin-1"), "٣".encode(), b"12\xb2"):
         call = Call("odd", [NEW_JOB])

@@ -137,12 +137,15 @@ def test_a_head_pipelined_behind_a_body_is_bounded_by_one_read(hook: Server, sta
     print(f"\na 17 KiB head pipelined behind a body: {passed}")
     assert passed[0] == 200
     refused: list[int] = []
-    with hook.connect() as sock, sock.makefile("rb") as answers:
-        # The server closes with the rest unread, which may reset the connection before
-        # its answers are read: the head is refused either way, never answered.
-        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
-            sock.sendall(post(NEW_JOB) + padded_head(300 * 1024))
-            refused += [read_answer(answers)[0] for _ in range(2)]
+    # The server closes with the rest unread, which may reset the connection before its
+    # answers are read: the head is refused either way, never answered.
+    with (
+        hook.connect() as sock,
+        sock.makefile("rb") as answers,
+        contextlib.suppress(ConnectionResetError, BrokenPipeError),
+    ):
+        sock.sendall(post(NEW_JOB) + padded_head(300 * 1024))
+        refused += [read_answer(answers)[0] for _ in range(2)]
     print(f"a 300 KiB head pipelined behind a body: {refused} (0: closed)")
     assert 200 not in refused[1:]
     assert refused in ([200, 400], [200], [])

@@ -18,9 +18,9 @@ import orjson
 import pytest
 
 from app.reconcile import sync
-from tests import support as s
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
+from tests import support as s
 from tests.hardening import ROOT, Server, start
 
 CLOCK = {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
