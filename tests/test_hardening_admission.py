@@ -20,6 +20,7 @@ import pytest
 
 from app import metrics, web
 from app.jsonlog import JsonFormatter
+from app.reconcile import sync, sync_result
 from app.settings import Settings
 from tests import support as s
 
@@ -353,7 +354,7 @@ def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
     answer: counted `client_gone` and logged as a warning, never as an answered sync."""
     call = post("leaving", TWO_PIECES)
     if when == "during-its-sync":
-        core = web.sync_result
+        core = sync_result
 
         def leave_meanwhile(*args: Any) -> Any:
             result = core(*args)
@@ -367,7 +368,7 @@ def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
     _run(_app(), [(0, call)])
     assert _count("client_gone") - before["client_gone"] == 1
     assert _count("ok") == before["ok"]
-    answer = orjson.dumps(s.sync(s.request(s.mxjob(s.train_spec(1, 200))), s.NOW))
+    answer = orjson.dumps(sync(s.request(s.mxjob(s.train_spec(1, 200))), s.NOW))
     assert len(answer) > 2 * web.PIECE
     assert len(call.body) < len(answer)
     if when == "during-its-sync":

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -394,7 +394,7 @@ def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
         for _ in range(10):
             stack.enter_context(server.connect()).sendall(b"GET /healthz HTTP/1.1\r\n")
         for declared in [len(body)] * 3 + [len(NEW_JOB)] * 5:
-            slow.start(1, lambda declared=declared: slow_body(server, declared))
+            slow.start(1, partial(slow_body, server, declared))
         time.sleep(0.2)  # the slow bodies hold their bytes before the rush
         mix.start(128, lambda: big_upload(server, body))
         for _ in range(2):
