@@ -190,9 +190,10 @@ class Admission:
         waited past the webhook timeout, and not while the budget is overdrawn."""
         await _before(deadline, self.one_at_a_time.acquire)
         try:
+            await _before(deadline, self.budget.until_room)
+            # Once every wait is over: a client may leave while waiting for room.
             if await request.is_disconnected():
                 raise ClientGone
-            await _before(deadline, self.budget.until_room)
             return await anyio.to_thread.run_sync(work)
         finally:
             self.one_at_a_time.release()
@@ -222,17 +223,25 @@ def _add_sync(app: FastAPI, config: settings.Settings, admission: Admission) -> 
         started = time.perf_counter()
         try:
             done = await admission.answer(request)
-            if not isinstance(done, Answer):
-                raise done
-        except (Refused, Crashed, ClientDisconnect, ClientGone) as err:
+        except (Refused, ClientDisconnect, ClientGone) as err:
             return _failed(err, time.perf_counter() - started)
+        if not isinstance(done, Answer):
+            # Not raised: this frame would hold the error, and its traceback this frame.
+            return _failed(done, time.perf_counter() - started)
         CURRENT_JOB.set(done.job)
         seconds = time.perf_counter() - started
-        _log_answer(done, seconds, config.slow_sync_seconds)
-        metrics.observe(done.outcome, seconds)
         size = len(done.body) if len(done.body) > INLINE_BODY else 0
         admission.budget.force(size)
-        return _Pieces(done.body, lambda: admission.budget.release(size))
+
+        def taken(whole: bool) -> None:
+            admission.budget.release(size)
+            if whole:
+                _log_answer(done, seconds, config.slow_sync_seconds)
+                metrics.observe(done.outcome, seconds)
+            else:
+                _gone(seconds, "client went away before it had its answer")
+
+        return _Pieces(done.body, taken)
 
 
 def _add_openapi(app: FastAPI, token: BearerToken) -> None:
@@ -273,24 +282,40 @@ def _add_probes(app: FastAPI) -> None:
 
 class _Pieces(Response):
     """An answer written in pieces of PIECE bytes; `done` runs once the last piece was
-    taken by the connection, or the connection is gone."""
+    handed to the connection (`done(True)`), or once the client is seen gone before that,
+    during the computation or between two pieces (`done(False)`)."""
 
-    def __init__(self, body: bytes, done: Callable[[], None]) -> None:
+    def __init__(self, body: bytes, done: Callable[[bool], None]) -> None:
         super().__init__(body, media_type="application/json")
         self._done = done
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        whole = False
         try:
+            if await _left(receive):
+                return
             start = {"type": "http.response.start", "status": self.status_code}
             await send(start | {"headers": self.raw_headers})
             view = memoryview(self.body)
             for at in range(0, max(len(view), 1), PIECE):
+                if await _left(receive):
+                    return
                 more = at + PIECE < len(view)
                 await send(
                     {"type": "http.response.body", "body": view[at : at + PIECE], "more_body": more}
                 )
+            whole = True
         finally:
-            self._done()
+            self._done(whole)
+
+
+async def _left(receive: Receive) -> bool:
+    """Whether the client is gone, without waiting (the request's body is all read)."""
+    message: dict[str, Any] = {}
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        message = dict(await receive())
+    return message.get("type") == "http.disconnect"
 
 
 async def _before(deadline: float, wait: Callable[[], Awaitable[object]]) -> None:
@@ -305,7 +330,8 @@ async def _before(deadline: float, wait: Callable[[], Awaitable[object]]) -> Non
 def _declared_length(request: Request, limit: int) -> int | None:
     """Content-Length, refused with 413 before any of the body is read when over `limit`."""
     declared = request.headers.get("content-length", "")
-    if not declared.isdigit():
+    # ASCII digits only: str.isdigit() is true of "²", which int() refuses.
+    if not (declared.isascii() and declared.isdigit()):
         return None
     if int(declared) > limit:
         raise Refused(413, "too_large", f"request body of {declared} bytes exceeds {limit}")
@@ -400,7 +426,7 @@ def _failed(err: Exception, seconds: float) -> Response:
     if isinstance(err, Crashed):
         CURRENT_JOB.set(err.job)
         return _crashed(err, seconds)
-    return _gone(seconds)
+    return _gone(seconds, "client went away before its sync ran")
 
 
 def _refused(err: Refused, seconds: float) -> JSONResponse:
@@ -423,12 +449,13 @@ def _crashed(err: Crashed, seconds: float) -> JSONResponse:
     return JSONResponse({"detail": "internal error in the sync hook (logged)"}, status_code=500)
 
 
-def _gone(seconds: float) -> Response:
-    """The client went away (Metacontroller's webhook timeout, a restart): nothing to answer
-    and nothing wrong here, so a count and a warning without a traceback."""
+def _gone(seconds: float, why: str) -> Response:
+    """The client went away (Metacontroller's webhook timeout, a restart) before its sync
+    ran, or before it had the whole answer: nobody to answer and nothing wrong here, so a
+    count and a warning without a traceback."""
     metrics.observe("client_gone", seconds)
     fields = {"outcome": "client_gone", "duration_ms": round(seconds * 1e3, 1)}
-    log.warning("client went away before its answer", extra=fields)
+    log.warning(why, extra=fields)
     return Response(status_code=400, headers={"Connection": "close"})
 
 

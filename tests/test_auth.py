@@ -1,6 +1,7 @@
 """Optional bearer token and TLS: off by default, 401 counted in /metrics, a rotated token
 file taken up without a restart, and HTTPS for real with a throwaway CA."""
 
+import hmac
 import os
 import ssl
 import tempfile
@@ -226,3 +227,22 @@ def test_plain_http_gets_no_answer_from_the_tls_port(
     plain = server.url.replace("https://", "http://")
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{plain}/healthz", timeout=5)
+
+
+def test_the_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every check goes through hmac.compare_digest, of two SHA-256 digests: the same length
+    whatever the caller sent, right, wrong, empty or a megabyte long."""
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def spy(given: bytes, expected: bytes) -> bool:
+        compared.append((given, expected))
+        return real(given, expected)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    check = BearerToken(Settings(auth_token=TOKEN))
+    sent = [f"Bearer {TOKEN}", f"Bearer {TOKEN}x", "Bearer ", None, "Bearer " + "x" * 2**20]
+    assert [check.allows(header) for header in sent] == [True, False, False, False, False]
+    assert len(compared) == len(sent)
+    assert {(len(given), len(expected)) for given, expected in compared} == {(32, 32)}
+    assert len({expected for _, expected in compared}) == 1

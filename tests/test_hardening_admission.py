@@ -1,10 +1,15 @@
 """What the web layer lets in, in-process at the ASGI level: read deadlines (408), the byte
-budget (429), the queue deadline (503), no work for clients that left, and a bug in the core
-answered 500, never 422."""
+budget (429), the queue deadline (503), no work for clients that left and no `ok` for those
+that left before their whole answer, a bug in the core answered 500, never 422, error
+answers that keep nothing once the collector is off, and an odd Content-Length."""
 
+import gc
 import io
 import json
 import logging
+import threading
+import tracemalloc
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +20,7 @@ import pytest
 
 from app import metrics, web
 from app.jsonlog import JsonFormatter
+from app.reconcile import sync, sync_result
 from app.settings import Settings
 from tests import support as s
 
@@ -56,6 +62,10 @@ class Call:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     reader: Gate | None = None  # a client that takes its answer only once this opens
+    # Set (by the test, from any thread) when the client leaves after its last step.
+    left: bool = False
+    pieces: int = 0  # pieces of the answer's body the client took
+    leave_after: int | None = None  # leaves once it took this many pieces
 
     async def run(self, app: Any, log: list[str]) -> None:
         steps = list(self.steps)
@@ -76,8 +86,9 @@ class Call:
                     log.append(f"{self.name} sent")
                     more = any(x != "leave" for x in steps)
                     return {"type": "http.request", "body": step, "more_body": more}
-            await anyio.sleep_forever()
-            raise AssertionError("unreachable")
+            while not self.left:
+                await anyio.sleep(0.01)
+            return {"type": "http.disconnect"}
 
         async def send(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
@@ -88,6 +99,8 @@ class Call:
                 if self.reader is not None:
                     await self.reader.wait()
                 self.body += bytes(message.get("body", b""))
+                self.pieces += 1
+                self.left = self.left or self.pieces == self.leave_after
                 if not message.get("more_body", False):
                     log.append(f"{self.name} taken")
 
@@ -327,3 +340,122 @@ def test_a_bug_in_the_core_is_a_500_not_a_4xx(
     [line] = _lines(json_log)
     assert (line["level"], line["outcome"], line["job"]) == ("error", "error", "mnist")
     assert type(bug).__name__ in line["exception"]
+
+
+# A request for a job of 200 workers: its answer is over web.PIECE, sent in several pieces.
+TWO_PIECES = orjson.dumps(s.request(s.mxjob(s.train_spec(1, 200))))
+
+
+@pytest.mark.parametrize("when", ["during-its-sync", "while-its-answer-is-sent"])
+def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
+    when: str, json_log: io.StringIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that leaves while its sync runs, or between two pieces of its answer, had no
+    answer: counted `client_gone` and logged as a warning, never as an answered sync."""
+    call = post("leaving", TWO_PIECES)
+    if when == "during-its-sync":
+        core = sync_result
+
+        def leave_meanwhile(*args: Any) -> Any:
+            result = core(*args)
+            call.left = True
+            return result
+
+        monkeypatch.setattr(web, "sync_result", leave_meanwhile)
+    else:
+        call.leave_after = 1
+    before = {outcome: _count(outcome) for outcome in ("ok", "client_gone")}
+    _run(_app(), [(0, call)])
+    assert _count("client_gone") - before["client_gone"] == 1
+    assert _count("ok") == before["ok"]
+    answer = orjson.dumps(sync(s.request(s.mxjob(s.train_spec(1, 200))), s.NOW))
+    assert len(answer) > 2 * web.PIECE
+    assert len(call.body) < len(answer)
+    if when == "during-its-sync":
+        assert call.status is None  # nothing sent
+    [line] = _lines(json_log)
+    assert (line["level"], line["outcome"], line["job"]) == ("warning", "client_gone", "mnist")
+    assert line["message"] == "client went away before it had its answer"
+    assert "exception" not in line
+
+
+def test_a_content_length_of_other_digits_is_no_length() -> None:
+    """ "²" is a digit to str.isdigit() but not to int(): such a Content-Length counts as
+    none (a body of unknown length), never a 500."""
+    for declared in ("²".encode("latin-1"), "٣".encode(), b"12\xb2"):
+        call = Call("odd", [NEW_JOB])
+
+        async def run(call: Call = call, declared: bytes = declared) -> None:
+            async def app(scope: Any, receive: Any, send: Any) -> None:
+                headers = [(b"content-length", declared)]
+                await _app()(scope | {"headers": headers}, receive, send)
+
+            await call.run(app, [])
+
+        anyio.run(run)
+        assert call.status == 200, (declared, call.body)
+
+
+class Marker:
+    """Put into a parsed request, to see with a weak reference whether it is still alive."""
+
+
+# Over web.INLINE_BODY, so parsed and answered in the worker thread: 2 MiB, 20,000 objects.
+PADDED = s.request(s.mxjob(s.train_spec())) | {"padding": [{"k": "x" * 100}] * 20_000}
+
+
+@pytest.mark.parametrize(
+    ("kind", "bug", "status"),
+    [("TFJob", None, 422), ("MXJob", TypeError, 500)],
+    ids=["refused-422", "crashed-500"],
+)
+def test_an_error_answer_keeps_neither_the_body_nor_the_parsed_request(
+    kind: str, bug: type[Exception] | None, status: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the cyclic collector off, everything a 422 or a 500 answer to a large request
+    held is freed by reference counting alone once it is answered: the parsed request (a
+    marker in it, by weak reference) and the body's and the parsed request's bytes (traced
+    by tracemalloc). An error raised across the worker thread keeps both, through a cycle of
+    its traceback's frames, until a collection that may come late."""
+    body = orjson.dumps(PADDED | {"parent": PADDED["parent"] | {"kind": kind}})
+    assert len(body) > 2 * 1024 * 1024
+    markers: list[weakref.ref[Marker]] = []
+    parse = web._parse
+
+    def marked(raw: bytearray) -> Any:
+        parsed = parse(raw)
+        marker = Marker()
+        markers.append(weakref.ref(marker))
+        parsed["marker"] = marker
+        return parsed
+
+    monkeypatch.setattr(web, "_parse", marked)
+    if bug is not None:
+
+        def broken(*args: Any) -> Any:
+            raise bug("unhashable type: 'list'")  # a new one: a kept one would keep its frames
+
+        monkeypatch.setattr(web, "sync_result", broken)
+    app = _app()
+    _run(app, [(0, post("warm-up", NEW_JOB))])  # the loop's and the thread's first costs
+    call = post("large", body)
+    markers.clear()
+    gc.collect()
+    gc.disable()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        threads = set(threading.enumerate())
+        _run(app, [(0, call)])
+        # The worker thread drops its last reference to the work a moment after handing
+        # back the result; it ends once the event loop is closed.
+        for thread in set(threading.enumerate()) - threads:
+            thread.join(5)
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        gc.enable()
+    print(f"\n{status} to a {len(body) / 2**20:.1f} MiB request: {kept / 1024:+.0f} KiB kept")
+    assert call.status == status
+    assert [marker() for marker in markers] == [None]
+    assert kept < 512 * 1024, f"{kept} bytes kept"

@@ -1,9 +1,12 @@
-"""The real server: SIGTERM finishes the sync in flight, 413 before the body arrives, and
-every line on stderr is one JSON object."""
+"""The real server: SIGTERM finishes the sync in flight, 413 before the body arrives, every
+line on stderr is one JSON object and none holds a token, a header or a body, and a missing
+HTTP package stops the start."""
 
 import json
+import os
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -15,8 +18,10 @@ import orjson
 import pytest
 
 from app.reconcile import sync
+from localcluster.ports import free_port
+from localcluster.realstack import hook_command
 from tests import support as s
-from tests.hardening import Server, start
+from tests.hardening import ROOT, Server, start
 
 CLOCK = {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
 
@@ -99,3 +104,82 @@ def test_a_bad_setting_fails_the_start_with_a_message() -> None:
         with pytest.raises(RuntimeError, match="MXJOB_TLS_KEY_FILE"):
             start({"MXJOB_TLS_CERT_FILE": "/nonexistent"}, log)
         assert Path(log.name).read_text()
+
+
+# Loaded by the server's Python before anything else: the package named here cannot be
+# imported, as when it is not installed.
+BLOCK_IMPORT = """
+import sys
+
+
+class _Missing:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == {package!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _Missing())
+"""
+
+
+@pytest.mark.parametrize("package", ["httptools", "uvloop"])
+def test_serve_stops_at_once_naming_a_missing_http_package(package: str, tmp_path: Path) -> None:
+    (tmp_path / "sitecustomize.py").write_text(BLOCK_IMPORT.format(package=package))
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run(
+        hook_command(free_port()), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ImportError: ")
+    assert f"{package} is missing" in last
+    assert "pip install -r requirements.txt" in last
+
+
+# Strings that must not appear anywhere in the logs.
+SECRET_TOKEN = "tok-7d1c9e5a-never-logged"
+HEADER_MARK = "header-3f0b-never-logged"
+BODY_MARK = "body-a94e-never-logged"
+
+
+def test_tokens_headers_and_bodies_are_never_logged() -> None:
+    """Syncs answered 200, 401, 422 (not a sync request; not JSON) and 413, each carrying a
+    marker in its token, in a header and in its body, with the log level at DEBUG: no
+    marker in any line on stderr."""
+    env = CLOCK | {"MXJOB_AUTH_TOKEN": SECRET_TOKEN, "MXJOB_LOG_LEVEL": "DEBUG"}
+    env |= {"MXJOB_MAX_BODY_BYTES": str(1024 * 1024)}
+    parent = s.mxjob(s.train_spec(), name="marked")
+    parent["metadata"]["annotations"] = {"note": BODY_MARK}
+    parent["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "MARK", "value": BODY_MARK}
+    ]
+    good = orjson.dumps(s.request(parent))
+    other_kind = orjson.dumps(s.request(parent | {"kind": "TFJob"}))
+    not_json = f'{{"parent": "{BODY_MARK}'.encode()
+    too_large = b'{"padding": "' + BODY_MARK.encode() * 100_000 + b'"}'
+    headers = {"Authorization": f"Bearer {SECRET_TOKEN}", "X-Mark": HEADER_MARK}
+    wrong = headers | {"Authorization": f"Bearer {SECRET_TOKEN}x"}
+    with tempfile.NamedTemporaryFile(suffix=".log") as log:
+        server = start(env, log)
+        try:
+            answers = [
+                httpx.post(f"{server.url}/sync", content=body, headers=sent, timeout=10)
+                for body, sent in [
+                    (good, headers),
+                    (good, wrong),
+                    (other_kind, headers),
+                    (not_json, headers),
+                    (too_large, headers),
+                ]
+            ]
+            assert [answer.status_code for answer in answers] == [200, 401, 422, 422, 413]
+            assert BODY_MARK in answers[0].text  # the marker did reach the hook
+        finally:
+            server.stop()
+        text = Path(log.name).read_text()
+    lines = [json.loads(line) for line in text.splitlines()]
+    outcomes = [line["outcome"] for line in lines if "outcome" in line]
+    assert outcomes == ["ok", "unauthorized", "bad_request", "bad_request", "too_large"]
+    for mark in (SECRET_TOKEN, HEADER_MARK, BODY_MARK):
+        assert mark not in text
