@@ -17,7 +17,8 @@ hook and Metacontroller. What it shows:
    the hook's pod and Service have the same names, and Metacontroller's creates of them are
    refused as already existing (a log line, no SyncError event, under Metacontroller's default
    apply strategy); the job stays Running with no replica counted active;
-6. a new job is built and `kubectl get mxj -A` lists every job with its STATE."""
+6. a new job is built and `kubectl get mxj -A` lists every job with its STATE; the page's
+   clean-up by label removes a finished job's old pods and Services and leaves the job."""
 
 import json
 import os
@@ -303,10 +304,10 @@ def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: St
             # 4. The finished job: status kept, nothing created.
             after = server.get("mxjob", "to-finished", f"-n={NAMESPACE}")
             # The hook's status adds its own bookkeeping (observedGeneration, zero counts).
-            status, before = after["status"], finished["status"]
+            settled, before = after["status"], finished["status"]
             for key in ("conditions", "startTime", "completionTime"):
-                assert status[key] == before[key], key
-            assert status["replicaStatuses"]["Worker"]["succeeded"] == 1
+                assert settled[key] == before[key], key
+            assert settled["replicaStatuses"]["Worker"]["succeeded"] == 1
             children = server.get("pods,services,configmaps", f"-n={NAMESPACE}",
                                   f"-l=controller-uid={finished['metadata']['uid']}")  # fmt: skip
             assert children["items"] == [], "nothing created for the finished job"
@@ -342,3 +343,10 @@ def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: St
             assert re.search(r"to-finished\s+Succeeded", listed), listed
             assert re.search(r"to-running\s+\S+", listed), listed
             assert re.search(rf"{example['metadata']['name']}\s+Created", listed), listed
+
+            # The page's clean-up of a finished job's old pods and Services, by label.
+            (cleanup,) = re.findall(r"`(kubectl delete pods,services -l [^`]+)`", PAGE.read_text())
+            cleanup = cleanup.replace("<name>", "to-finished").replace("<namespace>", NAMESPACE)
+            assert shell(stack, cleanup).returncode == 0
+            assert gone(server, "pod/to-finished-worker-0", "service/to-finished-worker-0")
+            assert server.get("mxjob", "to-finished", f"-n={NAMESPACE}")["status"] == settled
