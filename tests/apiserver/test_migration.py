@@ -24,7 +24,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ import yaml
 from localcluster.apiserver import ApiServer, Binaries, ClusterError, KubectlError, cluster
 from localcluster.crds import MXJOB_CRD
 from localcluster.realstack import (
+    Hook,
     composite_controller,
     metacontroller_crds,
     run_metacontroller,
@@ -66,7 +67,7 @@ class Stack:
 def stack(
     k8s_binaries: Binaries,
     metacontroller_binary: Path,
-    go_tool: Any,
+    go_tool: Callable[[str], Path],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("migration")
@@ -211,6 +212,19 @@ def established(server: ApiServer, name: str) -> bool:
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 
+def syncs(hook: Hook, name: str) -> Callable[[], int]:
+    return lambda: hook.syncs(NAMESPACE, name)
+
+
+def owners(server: ApiServer) -> dict[str, Any]:
+    """The ownerReferences of every pod and Service in the namespace, by `kind/name`."""
+    return {
+        f"{kind}/{o['metadata']['name']}": o["metadata"].get("ownerReferences")
+        for kind in ("pod", "service")
+        for o in server.get(kind, f"-n={NAMESPACE}")["items"]
+    }
+
+
 def refusals(log: Path, job: str) -> set[str]:
     """The kinds of child Metacontroller logged it could not create for `job` because an
     object of that name already exists."""
@@ -287,19 +301,19 @@ def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: St
         server.kubectl("delete", "compositecontroller", "mxjob-controller")
         server.apply(composite_controller(hook.url))
         with run_metacontroller(stack.metacontroller, server, stack.workdir), Rest(server) as rest:
-            for job in ("to-finished", "to-running"):
-                wait_for(lambda job=job: hook.syncs(NAMESPACE, job), f"{job} synced",
-                         until=lambda n: n >= 2)  # fmt: skip
-            released = lambda: {  # noqa: E731
-                f"{kind}/{o['metadata']['name']}": o["metadata"].get("ownerReferences")
+            for name in ("to-finished", "to-running"):
+                wait_for(syncs(hook, name), f"{name} synced", until=lambda n: n >= 2)
+            everything = {
+                f"{kind}/{name}-worker-0": None
                 for kind in ("pod", "service")
-                for o in server.get(kind, f"-n={NAMESPACE}")["items"]
+                for name in ("to-finished", "to-running")
             }
-            everything = {f"{kind}/{job}-worker-0": None for kind in ("pod", "service")
-                          for job in ("to-finished", "to-running")}  # fmt: skip
-            wait_for(released, "training-operator's pods and Services released",
-                     until=lambda found: found == everything)  # fmt: skip
-            print(f"\nafter the switch: {sorted(released())}")
+            wait_for(
+                lambda: owners(server),
+                "training-operator's pods and Services released",
+                until=lambda found: found == everything,
+            )
+            print(f"\nafter the switch, no owner: {sorted(everything)}")
 
             # 4. The finished job: status kept, nothing created.
             after = server.get("mxjob", "to-finished", f"-n={NAMESPACE}")
