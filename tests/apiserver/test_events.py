@@ -2,7 +2,9 @@
 own: a loopback API server with a short `--event-ttl`, the real Metacontroller with the events
 child type and a short resync period, the real hook. What it shows, in order:
 1. `kubectl describe mxjob` lists the job's story (Created, Running);
-2. at rest, syncs go on and write nothing: no Event, pod or MXJob changes its resourceVersion;
+2. at rest, syncs go on and write nothing: the API server's audit log records no create,
+   update, patch or delete in the job's namespace (of the MXJob or its status, a pod, a
+   Service, the ConfigMap or an Event, no-op writes included);
 3. an Event the API server expires while the hook still wants it is recreated by Metacontroller
    (so the hook must stop wanting an Event before the cluster's TTL: app/events.py);
 4. once the Events are older than the hook's limit, Metacontroller deletes them, and nothing is
@@ -10,6 +12,7 @@ child type and a short resync period, the real hook. What it shows, in order:
 All of it under Metacontroller's defaults and as with-metacontroller ships it (`[defaults]`,
 `[shipped]`)."""
 
+import json
 import re
 import time
 import urllib.request
@@ -43,12 +46,14 @@ COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
 EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (30 as shipped)
 AT_REST = 12  # seconds watched for writes at rest: three resyncs or more
+WRITES = {"create", "update", "patch", "delete", "deletecollection"}
 
 
 @dataclass(frozen=True)
 class Stack:
     server: ApiServer
     workdir: Path
+    audit: Path  # the API server's audit log: every request, a JSON line each
 
 
 @pytest.fixture(scope="module", params=("defaults", "shipped"))
@@ -62,13 +67,15 @@ def stack(
     (server-side apply, which writes each Event with an apply patch)."""
     workdir = tmp_path_factory.mktemp(f"events-stack-{request.param}")
     flags = shipped_flags() if request.param == "shipped" else ()
+    audit = workdir / "audit.log"
+    ttl = (f"--event-ttl={EVENT_TTL}s",)
     failure = None
     try:
-        with cluster(k8s_binaries, workdir, flags=(f"--event-ttl={EVENT_TTL}s",)) as server:
+        with cluster(k8s_binaries, workdir, audit_log=audit, flags=ttl) as server:
             install_crds(server)
             install_controller(server, "http://127.0.0.1:9")  # Metacontroller's CRDs; no hook yet
             with run_metacontroller(metacontroller_binary, server, workdir, flags):
-                yield Stack(server, workdir)
+                yield Stack(server, workdir, audit)
     except ClusterError as error:
         failure = str(error)
     if failure is not None:
@@ -159,15 +166,41 @@ def settle(job: Job) -> None:
     wait_for(quiet, "the job at rest", 30)
 
 
-def at_rest(job: Job, hook: Hook, seconds: float) -> dict[str, Any]:
-    """What was written while `seconds` passed (uid and resourceVersion before and after of
-    each object that changed), after checking that the hook was synced 3 times or more."""
-    before, synced = job.versions(), syncs(hook)
+def writes(audit: Path, namespace: str, offset: int) -> list[str]:
+    """The write requests (create, update, patch, delete) in `namespace` that the audit log
+    records past `offset`, as `verb user resource/subresource name code`: whatever the
+    request changed or not, to whatever object of the namespace."""
+    found = []
+    with audit.open("rb") as log:
+        log.seek(offset)
+        for line in log:
+            entry = json.loads(line)
+            target = entry.get("objectRef") or {}
+            if entry["verb"] in WRITES and target.get("namespace") == namespace:
+                resource = "/".join(
+                    filter(None, (target.get("resource"), target.get("subresource")))
+                )
+                found.append(
+                    f"{entry['verb']} {entry['user']['username']} {resource} "
+                    f"{target.get('name', '')} {entry.get('responseStatus', {}).get('code')}"
+                )
+    return found
+
+
+def at_rest(stack: Stack, job: Job, hook: Hook, seconds: float) -> dict[str, Any]:
+    """What was written in the job's namespace while `seconds` passed: the write requests the
+    API server's audit log records (no-op writes too), and the uid and resourceVersion before
+    and after of each object that changed; after checking that the hook was synced 3 times or
+    more (the audit log is written before each answer: it is complete when `after` is read)."""
+    before, synced, offset = job.versions(), syncs(hook), stack.audit.stat().st_size
     time.sleep(seconds)  # the thing under test: a stretch of time at rest, whatever happens
     after = job.versions()
     assert syncs(hook) - synced >= 3, f"only {syncs(hook) - synced} syncs in {seconds} s"
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
-    return {k: (before.get(k), after.get(k)) for k in sorted(changed)}
+    found: dict[str, Any] = {k: (before.get(k), after.get(k)) for k in sorted(changed)}
+    requests = writes(stack.audit, job.namespace, offset)
+    print(f"\nat rest for {seconds} s: {len(requests)} write requests in {job.namespace}")
+    return found | ({"audit": requests} if requests else {})
 
 
 def uids(job: Job) -> dict[str, str]:
@@ -190,7 +223,7 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
         assert described(job) == [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"]]
 
         # At rest: the hook keeps answering with the same Events; nothing is written.
-        assert at_rest(job, hook, AT_REST) == {}
+        assert at_rest(stack, job, hook, AT_REST) == {}
 
         # Success: Running is no longer True, but its Event stays in the story.
         kubelet.exit(f"{job.name}-worker-0", 0)
@@ -223,4 +256,6 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
     later = datetime.now(UTC) + timedelta(seconds=MAX_AGE_SECONDS + 60)
     with hook_at(stack, later) as hook:
         assert wait_for(lambda: job.events() == {}, "the old Events deleted", 30)
-        assert at_rest(job, hook, EVENT_TTL + 5) == {}  # longer than a TTL: nothing comes back
+        assert (
+            at_rest(stack, job, hook, EVENT_TTL + 5) == {}
+        )  # longer than a TTL: nothing comes back

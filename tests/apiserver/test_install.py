@@ -19,6 +19,7 @@ from localcluster.waiting import wait_for
 from tests.kustomize import kubectl, with_components
 
 from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
+from .documented import authorization
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "mxjob-controller"
@@ -89,17 +90,18 @@ def test_strict_validation_refuses_the_old_authorization_form(
     apiserver: ApiServer, metacontroller_api: None
 ) -> None:
     """docs/security.md once showed `authorization.credentials`; Metacontroller's CRD takes
-    `secretRef`, and the API server says so."""
+    `secretRef`, as the page now shows, and the API server says so."""
     (controller,) = kustomize(str(REPO / "metacontroller"))
     webhook = controller["spec"]["hooks"]["sync"]["webhook"]
-    secret = {"name": "hook-token", "namespace": "mxjob-system", "key": "token"}
+    documented = authorization()  # the form docs/security.md shows, read from the page
+    secret = documented["secretRef"]
     webhook["authorization"] = {"type": "Bearer", "credentials": secret}
     refused = dry_run(apiserver, [controller])
     assert refused.returncode == 1
     assert ".spec.hooks.sync.webhook.authorization.credentials: field not declared in schema" in (
         refused.stderr
     )
-    webhook["authorization"] = {"type": "Bearer", "secretRef": secret}
+    webhook["authorization"] = documented
     assert dry_run(apiserver, [controller]).returncode == 0
 
 

@@ -1,0 +1,30 @@
+"""What the docs show, read from the docs themselves, so that the tests check the text a user
+copies rather than a copy of it."""
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+SECURITY = REPO / "docs" / "security.md"
+
+
+def yaml_blocks(page: Path) -> list[str]:
+    """The page's fenced YAML blocks, in order."""
+    return re.findall(r"^```yaml\n(.*?)^```", page.read_text(), re.M | re.S)
+
+
+def sync_webhook() -> dict[str, Any]:
+    """The CompositeController's sync webhook as docs/security.md shows it (the only YAML
+    block there with an `authorization`)."""
+    (block,) = [b for b in yaml_blocks(SECURITY) if "authorization:" in b]
+    webhook: dict[str, Any] = yaml.safe_load(block)["hooks"]["sync"]["webhook"]
+    return webhook
+
+
+def authorization() -> dict[str, Any]:
+    """The webhook's `authorization` as docs/security.md shows it."""
+    found: dict[str, Any] = sync_webhook()["authorization"]
+    return found

@@ -1,0 +1,366 @@
+"""Switching a cluster that has training-operator's MXJob CRD, as
+docs/migrating-from-training-operator.md says, on a stack of its own: the real API server with
+kube-controller-manager's garbage collector (scripts/kube-controllers), training-operator v1.7's
+`kubeflow.org_mxjobs` CRD as released (tests/fixtures/training-operator), jobs and pods stored
+as training-operator wrote them, then the page's commands (read from the page) and the real
+hook and Metacontroller. What it shows:
+1. the page's check (`kubectl get mxjobs -A -o yaml | python -m app render -`) passes these jobs;
+2. deleting a running job (step 2) deletes its pods with it: training-operator's controller
+   ownerReferences are still on them;
+3. the overlay's `kubectl apply --server-side --force-conflicts` (step 4) replaces the CRD in
+   place (over training-operator's client-side install it would without the flag too): the
+   MXJobs stay, same uid, status as training-operator wrote it but for `lastReconcileTime`,
+   which our CRD does not declare and the API server prunes when it reads a stored job;
+4. a finished job gets no children and keeps its status; its old pods and Service are released
+   (no ownerReference left) and stay, as the page says;
+5. a job left running (the page says not to) keeps its old pod, released and still running;
+   the hook's pod and Service have the same names, and Metacontroller's creates of them are
+   refused as already existing (a log line, no SyncError event, under Metacontroller's default
+   apply strategy); the job stays Running with no replica counted active;
+6. a new job is built and `kubectl get mxj -A` lists every job with its STATE; the page's
+   clean-up by label removes a finished job's old pods and Services and leaves the job."""
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from localcluster.apiserver import ApiServer, Binaries, ClusterError, KubectlError, cluster
+from localcluster.crds import MXJOB_CRD
+from localcluster.realstack import (
+    Hook,
+    composite_controller,
+    metacontroller_crds,
+    run_metacontroller,
+    serve_hook,
+)
+from localcluster.rest import Rest
+from localcluster.waiting import wait_for
+
+from .controllers import GARBAGE_COLLECTOR, kube_controllers
+from .scenario import CREATED, State, apply_job, expected_children, manifest, pods
+
+REPO = Path(__file__).resolve().parents[2]
+PAGE = REPO / "docs" / "migrating-from-training-operator.md"
+OLD_CRD = REPO / "tests" / "fixtures" / "training-operator" / "kubeflow.org_mxjobs.yaml"
+NAMESPACE = "legacy"
+IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it here
+STAMP = "2024-01-15T10:00:00Z"
+
+
+@dataclass(frozen=True)
+class Stack:
+    server: ApiServer
+    binaries: Binaries
+    metacontroller: Path
+    workdir: Path
+
+
+@pytest.fixture(scope="module")
+def stack(
+    k8s_binaries: Binaries,
+    metacontroller_binary: Path,
+    go_tool: Callable[[str], Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("migration")
+    failure = None
+    try:
+        with (
+            cluster(k8s_binaries, workdir) as server,
+            kube_controllers(
+                go_tool("kube-controllers"), server, workdir / "gc.log", GARBAGE_COLLECTOR
+            ),
+        ):
+            yield Stack(server, k8s_binaries, metacontroller_binary, workdir)
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+def switching_commands() -> list[str]:
+    """The shell blocks of the page's "Switching a cluster" section, in order."""
+    text = PAGE.read_text()
+    section = text.split("## Switching a cluster that has training-operator's MXJob CRD")[1]
+    section = section.split("\n## ")[0]
+    return re.findall(r"^\s*```sh\n(.*?)^\s*```", section, re.M | re.S)
+
+
+def shell(stack: Stack, script: str) -> subprocess.CompletedProcess[str]:
+    """A command of the page run as a user would, in the repository, kubectl on PATH."""
+    env = {
+        **os.environ,
+        "PATH": f"{stack.binaries.kubectl.parent}:{os.environ['PATH']}",
+        "KUBECONFIG": str(stack.server.kubeconfig),
+    }
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+
+
+def owner(job: dict[str, Any]) -> dict[str, Any]:
+    """The controller ownerReference training-operator puts on each pod and Service of a job
+    (its JobController.GenOwnerReference)."""
+    meta = job["metadata"]
+    return {
+        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": meta["name"],
+        "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True,
+    }  # fmt: skip
+
+
+def labels(job: str, rtype: str, index: int) -> dict[str, str]:
+    """training-operator v1.7's labels on a replica's pod and Service."""
+    return {
+        "training.kubeflow.org/operator-name": "mxjob-controller",
+        "training.kubeflow.org/job-name": job,
+        "training.kubeflow.org/replica-type": rtype.lower(),
+        "training.kubeflow.org/replica-index": str(index),
+    }
+
+
+def condition(ctype: str, status: str, message: str) -> dict[str, str]:
+    return {
+        "type": ctype, "status": status, "reason": f"MXJob{ctype}", "message": message,
+        "lastUpdateTime": STAMP, "lastTransitionTime": STAMP,
+    }  # fmt: skip
+
+
+def store_job(server: ApiServer, name: str, phase: str) -> dict[str, Any]:
+    """A one-Worker MXJob, its pod and its Service as training-operator v1.7 left them: the
+    job `Running` (its pod running) or `Succeeded` (its pod exited 0, kept: cleanPodPolicy
+    None, training-operator's default)."""
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "jobMode": "MXTrain",
+            "mxReplicaSpecs": {
+                "Worker": {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "mxnet", "image": IMAGE, "args": ["--kv-store", "local"]}
+                            ]
+                        }
+                    },
+                }
+            },
+        },
+    }
+    server.kubectl("create", "-f", "-", input=yaml.safe_dump(job))
+    stored = server.get("mxjob", name, f"-n={NAMESPACE}")
+    done = phase == "Succeeded"
+    conditions = [condition("Created", "True", f"MXJob {name} is created.")]
+    conditions.append(condition("Running", "False" if done else "True",
+                                f"MXJob {name} is running."))  # fmt: skip
+    if done:
+        conditions.append(
+            condition("Succeeded", "True", f"MXJob {name} is successfully completed.")
+        )
+    worker = {"active": 0, "succeeded": 1} if done else {"active": 1}
+    status = {
+        "conditions": conditions, "replicaStatuses": {"Worker": worker}, "startTime": STAMP,
+        "lastReconcileTime": STAMP, **({"completionTime": STAMP} if done else {}),
+    }  # fmt: skip
+    patch_status(server, f"mxjob/{name}", status)
+    child = f"{name}-worker-0"
+    meta = {"name": child, "namespace": NAMESPACE, "labels": labels(name, "Worker", 0),
+            "ownerReferences": [owner(stored)]}  # fmt: skip
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": meta,
+        "spec": {"restartPolicy": "Never", "containers": [
+            {"name": "mxnet", "image": IMAGE, "ports": [{"name": "mxjob-port",
+                                                         "containerPort": 9091}]}
+        ]},
+    }  # fmt: skip
+    service = {
+        "apiVersion": "v1", "kind": "Service", "metadata": meta,
+        "spec": {"clusterIP": "None", "selector": labels(name, "Worker", 0),
+                 "ports": [{"name": "mxjob-port", "port": 9091}]},
+    }  # fmt: skip
+    server.kubectl("create", "-f", "-", input=yaml.safe_dump_all([pod, service]))
+    patch_status(server, f"pod/{child}", {"phase": phase})
+    return server.get("mxjob", name, f"-n={NAMESPACE}")
+
+
+def patch_status(server: ApiServer, target: str, status: dict[str, Any]) -> None:
+    server.kubectl(
+        "patch", target, f"-n={NAMESPACE}", "--subresource=status", "--type=merge",
+        "-p", yaml.safe_dump({"status": status}),
+    )  # fmt: skip
+
+
+def without_reconcile_time(status: dict[str, Any]) -> dict[str, Any]:
+    assert "lastReconcileTime" in status
+    return {k: v for k, v in status.items() if k != "lastReconcileTime"}
+
+
+def established(server: ApiServer, name: str) -> bool:
+    conditions = server.get("crd", name).get("status", {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+
+def syncs(hook: Hook, name: str) -> Callable[[], int]:
+    return lambda: hook.syncs(NAMESPACE, name)
+
+
+def owners(server: ApiServer) -> dict[str, Any]:
+    """The ownerReferences of every pod and Service in the namespace, by `kind/name`."""
+    return {
+        f"{kind}/{o['metadata']['name']}": o["metadata"].get("ownerReferences")
+        for kind in ("pod", "service")
+        for o in server.get(kind, f"-n={NAMESPACE}")["items"]
+    }
+
+
+def refusals(log: Path, job: str) -> set[str]:
+    """The kinds of child Metacontroller logged it could not create for `job` because an
+    object of that name already exists."""
+    found = set()
+    for line in log.read_text(errors="replace").splitlines():
+        if "child object already exists" in line and f'"name":"{job}"' in line:
+            found.add(json.loads(line)["child"]["kind"])
+    return found
+
+
+def gone(server: ApiServer, *targets: str) -> bool:
+    for target in targets:
+        try:
+            server.get(target, f"-n={NAMESPACE}")
+        except KubectlError:
+            continue
+        return False
+    return True
+
+
+def warnings(server: ApiServer, name: str) -> list[str]:
+    listed = server.get("events", f"-n={NAMESPACE}", f"--field-selector=involvedObject.name={name}")
+    return [e.get("message") or "" for e in listed["items"] if e["reason"] == "SyncError"]
+
+
+def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: Stack) -> None:
+    server = stack.server
+    # training-operator's install (its README: `kubectl apply -k`, client-side).
+    server.kubectl("apply", "-f", str(OLD_CRD))
+    wait_for(lambda: established(server, "mxjobs.kubeflow.org"), "the old CRD established", 60)
+    server.kubectl("create", "namespace", NAMESPACE)
+    finished = store_job(server, "to-finished", "Succeeded")
+    running = store_job(server, "to-running", "Running")
+    store_job(server, "to-deleted", "Running")
+    old_pod = server.get("pod", "to-running-worker-0", f"-n={NAMESPACE}")
+    step1, step2, step4 = switching_commands()
+
+    # 1. The render check passes the three jobs.
+    checked = shell(stack, step1)
+    assert checked.returncode == 0, checked.stderr
+
+    # 2. The listing shows which jobs still run; deleting one deletes its pods with it.
+    listing, delete = [line.split("#")[0].strip() for line in step2.strip().splitlines()]
+    listed = shell(stack, listing).stdout
+    assert re.search(r"to-running\s+Running", listed), listed
+    delete = delete.replace("<name>", "to-deleted").replace("<namespace>", NAMESPACE)
+    assert shell(stack, delete).returncode == 0
+    wait_for(lambda: gone(server, "pod/to-deleted-worker-0", "service/to-deleted-worker-0"),
+             "the deleted job's pod and Service collected", 60)  # fmt: skip
+
+    # 4. Metacontroller's CRDs (its install), then the overlay as the page applies it.
+    server.apply(*[d for d in yaml.safe_load_all(metacontroller_crds().read_text()) if d])
+    server.wait_established("crd/compositecontrollers.metacontroller.k8s.io")
+    server.kubectl("create", "namespace", "kubeflow")  # a Kubeflow cluster has it
+    command = step4.split("#")[0].strip()
+    unforced = shell(stack, command.replace(" --force-conflicts", "") + " --dry-run=server")
+    # Over a client-side install (training-operator's), no field conflicts even without the
+    # flag: kubectl only warns that it will move the last-applied annotation next time.
+    assert unforced.returncode == 0, unforced.stderr
+    applied = shell(stack, command)
+    assert applied.returncode == 0, applied.stderr
+    crd = server.get("crd", "mxjobs.kubeflow.org")
+    ours = yaml.safe_load(MXJOB_CRD.read_text())
+    assert crd["spec"]["versions"] == ours["spec"]["versions"], "the CRD is ours now"
+    for job in (finished, running):
+        kept = server.get("mxjob", job["metadata"]["name"], f"-n={NAMESPACE}")
+        assert kept["metadata"]["uid"] == job["metadata"]["uid"]
+        # Our CRD does not declare training-operator's `lastReconcileTime`: the API server
+        # prunes it when it reads the stored job; the rest of the status is as it was written.
+        assert kept["status"] == without_reconcile_time(job["status"])
+
+    # The hook and Metacontroller, the overlay's CompositeController pointed at the hook.
+    with serve_hook(stack.workdir) as hook:
+        server.kubectl("delete", "compositecontroller", "mxjob-controller")
+        server.apply(composite_controller(hook.url))
+        with run_metacontroller(stack.metacontroller, server, stack.workdir), Rest(server) as rest:
+            for name in ("to-finished", "to-running"):
+                wait_for(syncs(hook, name), f"{name} synced", until=lambda n: n >= 2)
+            everything = {
+                f"{kind}/{name}-worker-0": None
+                for kind in ("pod", "service")
+                for name in ("to-finished", "to-running")
+            }
+            wait_for(
+                lambda: owners(server),
+                "training-operator's pods and Services released",
+                until=lambda found: found == everything,
+            )
+            print(f"\nafter the switch, no owner: {sorted(everything)}")
+
+            # 4. The finished job: status kept, nothing created.
+            after = server.get("mxjob", "to-finished", f"-n={NAMESPACE}")
+            # The hook's status adds its own bookkeeping (observedGeneration, zero counts).
+            settled, before = after["status"], finished["status"]
+            for key in ("conditions", "startTime", "completionTime"):
+                assert settled[key] == before[key], key
+            assert settled["replicaStatuses"]["Worker"]["succeeded"] == 1
+            children = server.get("pods,services,configmaps", f"-n={NAMESPACE}",
+                                  f"-l=controller-uid={finished['metadata']['uid']}")  # fmt: skip
+            assert children["items"] == [], "nothing created for the finished job"
+            assert (
+                server.get("pod", "to-finished-worker-0", f"-n={NAMESPACE}")["status"]["phase"]
+                == "Succeeded"
+            )
+
+            # 5. The job left running: its pod stays; the hook's same-named children refused.
+            log = next(stack.workdir.glob("metacontroller-*.log"))
+            refused = wait_for(
+                lambda: refusals(log, "to-running"),
+                "Metacontroller's create of to-running's pod refused",
+                until=lambda found: {"Pod", "Service"} <= found,
+            )
+            running_pod = server.get("pod", "to-running-worker-0", f"-n={NAMESPACE}")
+            assert running_pod["metadata"]["uid"] == old_pod["metadata"]["uid"]
+            assert running_pod["status"]["phase"] == "Running", "left alone"
+            assert warnings(server, "to-running") == [], "no SyncError: only a log line"
+            status = server.get("mxjob", "to-running", f"-n={NAMESPACE}")["status"]
+            assert status["replicaStatuses"]["Worker"]["active"] == 0
+            assert {c["type"]: c["status"] for c in status["conditions"]}["Running"] == "True"
+            print(f"to-running: creates refused as already existing: {sorted(refused)}")
+
+            # 5 (the page's step 5). A new job is built; the listing shows every job.
+            server.kubectl("create", "namespace", "fresh")
+            example = manifest("examples/dist-cpu.yaml")
+            new = apply_job(server, rest, "fresh", example)
+            names = tuple(expected_children(example))
+            new.reaches(State(CREATED, pods("Pending", *names), names), "a new job created")
+            listed = shell(stack, "kubectl get mxj -A").stdout
+            print(listed)
+            assert re.search(r"to-finished\s+Succeeded", listed), listed
+            assert re.search(r"to-running\s+\S+", listed), listed
+            assert re.search(rf"{example['metadata']['name']}\s+Created", listed), listed
+
+            # The page's clean-up of a finished job's old pods and Services, by label.
+            (cleanup,) = re.findall(r"`(kubectl delete pods,services -l [^`]+)`", PAGE.read_text())
+            cleanup = cleanup.replace("<name>", "to-finished").replace("<namespace>", NAMESPACE)
+            assert shell(stack, cleanup).returncode == 0
+            assert gone(server, "pod/to-finished-worker-0", "service/to-finished-worker-0")
+            assert server.get("mxjob", "to-finished", f"-n={NAMESPACE}")["status"] == settled
