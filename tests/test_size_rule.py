@@ -15,17 +15,23 @@ from app.settings import Settings
 from tests import support as s
 from tests.cel_size_rule import rule
 from tests.crd_admission import CRD_FILE, cel_errors
+from tests.size_shapes import template
 
 MakeSpec = Callable[[int], dict[str, Any]]
 CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
 
 
-def train(port: int | None = None, env_bytes: int = 0, sidecars: int = 0) -> MakeSpec:
-    """A train job of n replicas: one scheduler, a tenth servers, the rest workers."""
+def train(
+    port: int | None = None, env_bytes: int = 0, sidecars: int = 0, shape: str = ""
+) -> MakeSpec:
+    """A train job of n replicas: one scheduler, a tenth servers, the rest workers; `shape`
+    one of the list-heavy templates of tests/size_shapes.py."""
 
     def make(n: int) -> dict[str, Any]:
         spec = s.train_spec(servers=n // 10, workers=n - 1 - n // 10)
         for replica in spec["mxReplicaSpecs"].values():
+            if shape:
+                replica["template"] = template(shape)
             containers = replica["template"]["spec"]["containers"]
             if port is not None:
                 containers[0]["ports"] = [{"name": "mxjob-port", "containerPort": port}]
@@ -73,8 +79,14 @@ SHAPES = [
     # The cap, just under the 4,001 replicas whose MX_CONFIG would still fit.
     pytest.param("a", train(port=1), validation.MAX_REPLICAS, id="one-letter-name-port-1"),
     # The sync request's bytes.
-    pytest.param("a", train(env_bytes=20_000), 971, id="20-kb-template"),
-    pytest.param("a", train(sidecars=3), 3094, id="three-sidecars"),
+    pytest.param("a", train(env_bytes=20_000), 1005, id="20-kb-template"),
+    pytest.param("a", train(sidecars=3), 3026, id="three-sidecars"),
+    # Many small list entries: each costs most in managedFields and the escaped copy.
+    pytest.param("a", train(shape="730-env-entries"), 480, id="730-env-entries"),
+    pytest.param("a", train(shape="400-ports"), 291, id="400-ports"),
+    pytest.param("a", train(shape="400-volume-mounts"), 653, id="400-volume-mounts"),
+    pytest.param("a", train(shape="400-labels"), 1998, id="400-labels"),
+    pytest.param("a", train(shape="1000-args"), 1694, id="1000-args"),
 ]
 
 
@@ -162,10 +174,10 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
 
 def test_size_message_names_the_rule_and_the_figures() -> None:
     with pytest.raises(SpecError) as refused:
-        validation.validated_spec("a", train(env_bytes=20_000)(972))
+        validation.validated_spec("a", train(env_bytes=20_000)(1006))
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
-        f"job would carry about {validation.sync_request_bytes('a', _spec(972)) // 2**20} MiB, "
+        f"job would carry about {validation.sync_request_bytes('a', _spec(1006)) // 2**20} MiB, "
         "more than 48 MiB; use fewer replicas or smaller pod templates"
     )
     assert json.dumps(str(refused.value))
