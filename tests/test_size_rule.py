@@ -13,12 +13,13 @@ from app import builders, validation
 from app.defaults import SpecError, normalise
 from app.settings import Settings
 from tests import support as s
-from tests.cel_size_rule import rule
+from tests.cel_size_rule import rule, sync_rule
 from tests.crd_admission import CRD_FILE, cel_errors
 from tests.size_shapes import template
 
 MakeSpec = Callable[[int], dict[str, Any]]
 CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
+CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request"
 
 
 def train(
@@ -142,10 +143,28 @@ def test_every_admitted_sync_fits_the_default_body_limit_with_room() -> None:
     assert Settings().max_body_bytes >= validation.MAX_SYNC_BYTES * 4 // 3
 
 
-def test_the_crd_holds_the_generated_cel_rule() -> None:
+def test_the_crd_holds_the_generated_cel_rules() -> None:
     crd = yaml.safe_load(CRD_FILE.read_text())
     root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    assert rule() in [r["rule"] for r in root["x-kubernetes-validations"]]
+    assert {rule(), sync_rule()} <= {r["rule"] for r in root["x-kubernetes-validations"]}
+
+
+@pytest.mark.parametrize(("name", "make", "most"), SHAPES)
+def test_cel_admits_the_largest_job_the_hook_admits(name: str, make: MakeSpec, most: int) -> None:
+    assert cel_errors(s.mxjob(make(most), name)) == []
+
+
+def test_cel_refuses_a_sync_too_large_even_without_the_templates() -> None:
+    """3,200 Workers of four containers, a job named `a`: 3,200 x (9,500 + 3 x 2,100 + 22)
+    bytes are more than 48 MiB, whatever the templates hold; MX_CONFIG would fit."""
+    spec = train(sidecars=3)(3200)
+    errors = cel_errors(s.mxjob(spec, "a"))
+    assert [e.split(";")[0] for e in errors] == [
+        f"{CEL_SYNC_MESSAGE} of this job would carry more than 48 MiB, even before its pod "
+        "templates are counted"
+    ]
+    with pytest.raises(SpecError, match="the size rule: with every pod running"):
+        validation.validated_spec("a", spec)
 
 
 def _cel_refuses(name: str, spec: dict[str, Any]) -> bool:
