@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.builders import main_container, mx_config_bytes, service_port
-from app.defaults import SpecError, normalise
+from app.defaults import LEGACY_RUN_POLICY_FIELDS, SpecError, normalise
 from app.names import MAIN_CONTAINER, MAX_NAME, child_name
 from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 
@@ -63,7 +63,36 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
-    """Return the defaulted, validated spec, or raise SpecError naming every broken rule."""
+    """Return the defaulted, validated spec, or raise SpecError naming every broken rule, each
+    field where the user wrote it (a run-policy field in its legacy placement under `spec`)."""
+    try:
+        return _validated_spec(job_name, raw_spec)
+    except SpecError as err:
+        raise SpecError(_as_written(raw_spec, err.problems)) from None
+
+
+def _as_written(raw_spec: Any, problems: list[str]) -> list[str]:
+    """`problems` with `spec.runPolicy.<field>` named `spec.<field>` where the field is in its
+    legacy placement (`normalise` moved it, and `spec.runPolicy` does not set it too)."""
+    if not isinstance(raw_spec, dict):
+        return problems
+    run_policy = raw_spec.get("runPolicy")
+    legacy = [
+        field
+        for field in LEGACY_RUN_POLICY_FIELDS
+        if field in raw_spec and not (isinstance(run_policy, dict) and field in run_policy)
+    ]
+    out = []
+    for problem in problems:
+        for field in legacy:
+            moved = f"spec.runPolicy.{field}"
+            if problem.startswith(moved) and problem[len(moved)] in ".:":
+                problem = f"spec.{field}{problem[len(moved) :]}"
+        out.append(problem)
+    return out
+
+
+def _validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
     try:
         spec = MXJobSpec.model_validate(normalise(raw_spec))
     except ValidationError as err:
