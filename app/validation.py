@@ -139,17 +139,22 @@ def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = N
     quote and backslash in it, `X`), and in managedFields (`M`, see `_fields_bytes`: every
     key of every object and the key fields of every entry of a keyed list, the cost of a
     template of many small list entries). Under server-side apply there is no last-applied
-    copy, so the same estimate bounds it by `G + X` more. The job-wide variables live in the
-    job's ConfigMap (one `envFrom` and one required key reference per container).
+    copy: the same estimate bounds that request with `G + X` to spare. The job-wide variables
+    live in the job's ConfigMap (one `envFrom` and one required key reference per container).
 
-    Measured on the real API server under the real Metacontroller, both strategies
-    (tests/apiserver/test_size_estimate.py), and on the largest admitted jobs
-    (tests/apiserver/test_worst_case.py), a replica of one container, a one-letter job name
-    and the smallest template takes 9,265 bytes besides `2G + X + M`, 1,906 more per
-    further container, 20 per letter of the job's name; the constants round each up. The
-    largest under-count of `2G + X + M` measured, among templates of one 20 KB value, 730
-    env entries, 400 ports, 400 volume mounts, 400 labels and 3 sidecars, is in
-    docs/reliability.md.
+    The template's part follows the encoding (the copies are exact for a template of
+    strings and atomic lists, `_fields_bytes` is from above); checked on the real API server
+    under the real Metacontroller, both strategies (tests/apiserver/test_size_estimate.py):
+    what a template of 730 small env entries, one 20 KB value, 400 ports, 400 volume mounts,
+    1,000 args, 400 labels or 3 sidecars costs beyond the smallest template measured 89,060,
+    40,117, 158,400, 57,897, 19,812, 15,200 and 5,109 bytes under dynamic-apply (62,780 to
+    3,255 under server-side apply), estimated 94,929, 40,154, 162,833, 67,100, 19,812,
+    15,296 and 6,744. The rest, from the largest admitted jobs' requests
+    (tests/apiserver/test_worst_case.py, a running pod's full status): 9,369 bytes a replica
+    of one container and a one-letter job name, 1,761 per further container, 20 per letter of
+    the job's name, which the constants round up; 80 per port is the server's defaults
+    (`protocol`) in the pod and the Service and in their managedFields keys. The figures are
+    in docs/reliability.md.
     """
     if mx_config is None:
         mx_config = mx_config_bytes(job_name, spec)
