@@ -204,3 +204,23 @@ def test_size_message_names_the_rule_and_the_figures() -> None:
 
 def _spec(n: int) -> validation.MXJobSpec:
     return validation.MXJobSpec.model_validate(train(env_bytes=20_000)(n))
+
+
+# A running Worker's pod and Service of each template shape, as the real Metacontroller sends
+# them under its default apply strategy (the larger of the two), measured by
+# tests/apiserver/test_size_estimate.py on 2026-11-23; that test holds the estimate to the
+# live figures, this one to the recorded ones without a server.
+MEASURED_DYNAMIC_APPLY = {
+    "730-env-entries": 96_565,
+    "20-kb-value": 47_622,
+    "400-ports": 165_905,
+    "400-volume-mounts": 65_402,
+    "1000-args": 27_317,
+    "400-labels": 22_705,
+    "three-sidecars": 12_614,
+}
+
+
+@pytest.mark.parametrize(("shape", "measured"), MEASURED_DYNAMIC_APPLY.items())
+def test_the_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
+    assert validation.replica_sync_bytes("a", template(shape)) >= measured
