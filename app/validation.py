@@ -36,7 +36,9 @@ MAX_MX_CONFIG = 128 * 1024 - len("MX_CONFIG=") - 1
 # under that is the cheap first check, and the CRD's.
 MAX_REPLICAS = 4000
 # 2. The sync request once every child exists must stay well inside MXJOB_MAX_BODY_BYTES
-#    (64 MiB). See `sync_request_bytes` for the estimate and its measured coefficients.
+#    (64 MiB). See `sync_request_bytes` for the estimate and its measured coefficients. The
+#    CRD's CEL rule counts it from below with the first three constants
+#    (tests/cel_size_rule.py; a test fails if the CRD does not hold the rule they make).
 MAX_SYNC_BYTES = 48 * MiB
 SYNC_BYTES_PER_REPLICA = 9_500
 SYNC_BYTES_PER_CONTAINER = 2_100
@@ -48,7 +50,7 @@ SYNC_BYTES_PER_PORT = 80
 FIELD_BYTES = 6
 OBJECT_FIELD_BYTES = 7
 ENTRY_BYTES = 11
-# What keys the entries of a pod spec's keyed lists (containers, env, ports, volumes,
+# The fields that key the entries of a pod spec's keyed lists (containers, env, ports, volumes,
 # volumeMounts, volumeDevices, hostAliases, topologySpreadConstraints, imagePullSecrets,
 # resourceClaims, schedulingGates): the union is taken for every list, which only
 # over-counts (a volumeMount's name is no part of its key).
