@@ -238,7 +238,7 @@ def _type_context(
         spec=template["spec"]
         | {"restartPolicy": _pod_restart_policy(replica.restartPolicy), "containers": []},
         containers=containers,
-        service_ports=[_service_port(p) for p in main["ports"]],
+        service_ports=[service_port(p) for p in main["ports"]],
         name_prefix=names.child_name(name, rtype, 0)[:-1],
         selector=names.selector(name, rtype, 0),
     )
@@ -253,7 +253,7 @@ def _template_labels(meta: dict[str, Any]) -> dict[str, str]:
 
 def main_port(replica: ReplicaSpec) -> int:
     """The replica's mxjob-port: the one its mxnet container declares, or 9091."""
-    for port in _main_container(replica.template).get("ports") or []:
+    for port in main_container(replica.template).get("ports") or []:
         if port.get("name") == PORT_NAME:
             number: int = port["containerPort"]
             return number
@@ -266,7 +266,8 @@ def tuner_label(replica: ReplicaSpec) -> str:
     return str(label)
 
 
-def _main_container(template: dict[str, Any]) -> dict[str, Any]:
+def main_container(template: dict[str, Any]) -> dict[str, Any]:
+    """The template's mxnet container."""
     containers: list[dict[str, Any]] = template["spec"]["containers"]
     return next(c for c in containers if c.get("name") == names.MAIN_CONTAINER)
 
@@ -497,7 +498,8 @@ def service(
     }
 
 
-def _service_port(port: dict[str, Any]) -> dict[str, Any]:
+def service_port(port: dict[str, Any]) -> dict[str, Any]:
+    """The Service's port for a port of the mxnet container."""
     number = port["containerPort"]
     out = {"name": port.get("name") or f"port-{number}", "port": number, "targetPort": number}
     if port.get("protocol"):

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.builders import mx_config_bytes
-from app.defaults import SpecError, normalise
+from app.builders import main_container, mx_config_bytes, service_port
+from app.defaults import LEGACY_RUN_POLICY_FIELDS, SpecError, normalise
 from app.names import MAIN_CONTAINER, MAX_NAME, child_name
 from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 
@@ -36,24 +36,65 @@ MAX_MX_CONFIG = 128 * 1024 - len("MX_CONFIG=") - 1
 # under that is the cheap first check, and the CRD's.
 MAX_REPLICAS = 4000
 # 2. The sync request once every child exists must stay well inside MXJOB_MAX_BODY_BYTES
-#    (64 MiB). Per replica, its pod and Service as Metacontroller sends them (server defaults,
-#    managedFields, a running status, the last-applied copy), with the job-wide variables
-#    in the job's ConfigMap (one `envFrom` and one required key reference per container):
-#    measured on a real API server (tests/apiserver/test_worst_case.py's children) at 9,463
-#    bytes for one container and a one-letter job name besides 2.1x its template, 1,906 more
-#    per further container, 20 per letter of the job's name. These round each up (without
-#    the key reference 9,135, 1,489 and 18; pods that still carried every DMLC_* variable
-#    measured 10,613, 2,860 and 24).
+#    (64 MiB). See `sync_request_bytes` for the estimate and its measured coefficients. The
+#    CRD's CEL rule counts it from below with the first three constants
+#    (tests/cel_size_rule.py; a test fails if the CRD does not hold the rule they make).
 MAX_SYNC_BYTES = 48 * MiB
 SYNC_BYTES_PER_REPLICA = 9_500
 SYNC_BYTES_PER_CONTAINER = 2_100
 SYNC_BYTES_PER_NAME_CHARACTER = 22
+SYNC_BYTES_PER_PORT = 80
+# managedFields (fieldsV1) of a template: per field `"f:<key>":{},` besides the key's JSON,
+# 7 more (`".":{},`) where the field is an object; per entry of a keyed list
+# `"k:<key fields' JSON>":{".":{},...},` besides that JSON string.
+FIELD_BYTES = 6
+OBJECT_FIELD_BYTES = 7
+ENTRY_BYTES = 11
+# The fields that key the entries of a pod spec's keyed lists (containers, env, ports, volumes,
+# volumeMounts, volumeDevices, hostAliases, topologySpreadConstraints, imagePullSecrets,
+# resourceClaims, schedulingGates): the union is taken for every list, which only
+# over-counts (a volumeMount's name is no part of its key).
+_KEY_FIELDS = frozenset(
+    {"name", "containerPort", "port", "protocol", "mountPath", "devicePath", "ip",
+     "topologyKey", "whenUnsatisfiable"}
+)  # fmt: skip
+# Go's encoding/json escapes these in strings; Python's json module writes them as they are.
+_GO_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
 # `json.dumps(value, separators=(",", ":"))` without making an encoder on every call.
-_COMPACT = json.JSONEncoder(separators=(",", ":"))
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 def validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
-    """Return the defaulted, validated spec, or raise SpecError naming every broken rule."""
+    """Return the defaulted, validated spec, or raise SpecError naming every broken rule, each
+    field where the user wrote it (a run-policy field in its legacy placement under `spec`)."""
+    try:
+        return _validated_spec(job_name, raw_spec)
+    except SpecError as err:
+        raise SpecError(_as_written(raw_spec, err.problems)) from None
+
+
+def _as_written(raw_spec: Any, problems: list[str]) -> list[str]:
+    """`problems` with `spec.runPolicy.<field>` named `spec.<field>` where the field is in its
+    legacy placement (`normalise` moved it, and `spec.runPolicy` does not set it too)."""
+    if not isinstance(raw_spec, dict):
+        return problems
+    run_policy = raw_spec.get("runPolicy")
+    legacy = [
+        field
+        for field in LEGACY_RUN_POLICY_FIELDS
+        if field in raw_spec and not (isinstance(run_policy, dict) and field in run_policy)
+    ]
+    out = []
+    for problem in problems:
+        for field in legacy:
+            moved = f"spec.runPolicy.{field}"
+            if problem.startswith(moved) and problem[len(moved)] in ".:":
+                problem = f"spec.{field}{problem[len(moved) :]}"
+        out.append(problem)
+    return out
+
+
+def _validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
     try:
         spec = MXJobSpec.model_validate(normalise(raw_spec))
     except ValidationError as err:
@@ -90,25 +131,94 @@ def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
 
 
 def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = None) -> int:
-    """An upper estimate of a sync request's bytes once every child exists (see above), given
-    `mx_config_bytes` if it is known."""
+    """An upper estimate of a sync request's bytes once every child exists, given
+    `mx_config_bytes` if it is known.
+
+    Per replica, its pod and Service as Metacontroller sends them: server defaults, a running
+    status, and the template three times over under Metacontroller's default apply strategy,
+    dynamic-apply: in the pod itself (its JSON as Go writes it, `G` bytes), in the
+    last-applied annotation (that JSON again as a string, `G` plus a backslash for every
+    quote and backslash in it, `X`), and in managedFields (`M`, see `_fields_bytes`: every
+    key of every object and the key fields of every entry of a keyed list, the cost of a
+    template of many small list entries). Under server-side apply there is no last-applied
+    copy: the same estimate bounds that request with `G + X` to spare. The job-wide variables
+    live in the job's ConfigMap (one `envFrom` and one required key reference per container).
+
+    The template's part follows the encoding (the copies are exact for a template of
+    strings and atomic lists, `_fields_bytes` is from above); checked on the real API server
+    under the real Metacontroller, both strategies (tests/apiserver/test_size_estimate.py):
+    what a template of 730 small env entries, one 20 KB value, 400 ports, 400 volume mounts,
+    1,000 args, 400 labels or 3 sidecars costs beyond the smallest template measured 89,060,
+    40,117, 158,400, 57,897, 19,812, 15,200 and 5,109 bytes under dynamic-apply (62,780 to
+    3,255 under server-side apply), estimated 94,929, 40,154, 162,833, 67,100, 19,812,
+    15,296 and 6,744. The rest, from the largest admitted jobs' requests
+    (tests/apiserver/test_worst_case.py, a running pod's full status): 9,369 bytes a replica
+    of one container and a one-letter job name, 1,761 per further container, 20 per letter of
+    the job's name, which the constants round up; 80 per port is the server's defaults
+    (`protocol`) in the pod and the Service and in their managedFields keys. The figures are
+    in docs/reliability.md.
+    """
     if mx_config is None:
         mx_config = mx_config_bytes(job_name, spec)
     total = 2 * mx_config  # the ConfigMap and its last-applied copy
     for replica in spec.mxReplicaSpecs.values():
-        pod_spec = replica.template.get("spec") or {}
-        containers = len(pod_spec.get("containers") or []) + len(
-            pod_spec.get("initContainers") or []
-        )
-        template = len(_COMPACT.encode(replica.template))
-        per_replica = (
-            SYNC_BYTES_PER_REPLICA
-            + SYNC_BYTES_PER_CONTAINER * max(containers - 1, 0)
-            + SYNC_BYTES_PER_NAME_CHARACTER * len(job_name)
-            + 21 * template // 10
-        )
-        total += replica.replicas * per_replica
+        total += replica.replicas * replica_sync_bytes(job_name, replica.template)
     return total
+
+
+def replica_sync_bytes(job_name: str, template: dict[str, Any]) -> int:
+    """The estimate's bytes for one replica of `template` (see `sync_request_bytes`)."""
+    pod_spec = template.get("spec") or {}
+    containers = len(pod_spec.get("containers") or []) + len(pod_spec.get("initContainers") or [])
+    ports = main_container(template).get("ports") or []
+    return (
+        SYNC_BYTES_PER_REPLICA
+        + SYNC_BYTES_PER_CONTAINER * max(containers - 1, 0)
+        + SYNC_BYTES_PER_NAME_CHARACTER * len(job_name)
+        + _copies_bytes(template)
+        + _copies_bytes({"ports": [service_port(p) for p in ports]})
+        + SYNC_BYTES_PER_PORT * len(ports)
+    )
+
+
+def _copies_bytes(value: Any) -> int:
+    """`value` in a child and in Metacontroller's copy of it: its JSON as Go writes it, that
+    JSON again as the string of a last-applied annotation, and its managedFields."""
+    text = _go_json(value)
+    return 2 * len(text.encode()) + text.count('"') + text.count("\\") + _fields_bytes(value)
+
+
+def _go_json(value: Any) -> str:
+    """`value`'s compact JSON as Go's encoding/json writes it."""
+    return _COMPACT.encode(value).translate(_GO_ESCAPES)
+
+
+def _fields_bytes(value: Any) -> int:
+    """Bytes of a managedFields entry's fieldsV1 for `value`, from above: every key of every
+    object, `FIELD_BYTES` more each (`OBJECT_FIELD_BYTES` more again where its value is an
+    object), and for every object in a list the JSON string of its key fields,
+    `ENTRY_BYTES` more. Scalars, and lists of them (atomic), add nothing of their own."""
+    if isinstance(value, dict):
+        return sum(
+            len(_go_json(key).encode())
+            + FIELD_BYTES
+            + (OBJECT_FIELD_BYTES if isinstance(item, dict) else 0)
+            + _fields_bytes(item)
+            for key, item in value.items()
+        )
+    if isinstance(value, list):
+        return sum(_entry_bytes(item) for item in value if isinstance(item, dict))
+    return 0
+
+
+def _entry_bytes(entry: dict[str, Any]) -> int:
+    key = {k: v for k, v in entry.items() if k in _KEY_FIELDS and not isinstance(v, dict | list)}
+    return (
+        len(_go_json("k:" + _go_json(key)).encode())
+        + ENTRY_BYTES
+        + OBJECT_FIELD_BYTES
+        + _fields_bytes(entry)
+    )
 
 
 def _describe(error: Any) -> str:

@@ -76,6 +76,8 @@ _PREFIX = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 LABEL_KEY = f"^({_PREFIX}/)?{_NAME}$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
 QUALIFIED_KEY_LENGTH = 253 + 1 + 63
+# LABEL_KEY bounds the name; this bounds the prefix (the part before the one '/').
+PREFIX_LENGTH = r"^([^/]{0,253}/)?[^/]*$"
 ENV_NAME = "^[ -<>-~]+$"
 
 # Kubernetes sets no limit on the number of labels or annotations; checking every key with
@@ -84,7 +86,10 @@ ENV_NAME = "^[ -<>-~]+$"
 # annotations are at most 256 KiB in all, so no real template comes near it.
 MAX_KEYS = 32768
 _KEYS_RULE = {
-    "rule": f"self.all(k, size(k) <= {QUALIFIED_KEY_LENGTH} && k.matches('{LABEL_KEY}'))",
+    "rule": (
+        f"self.all(k, size(k) <= {QUALIFIED_KEY_LENGTH} && k.matches('{LABEL_KEY}') "
+        f"&& k.matches('{PREFIX_LENGTH}'))"
+    ),
     "message": (
         "keys must be qualified names: an optional DNS subdomain prefix and '/', then at most "
         "63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"

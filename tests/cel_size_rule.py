@@ -1,5 +1,7 @@
-"""The CRD's CEL form of the size rule's first part (app/validation.py): a lower bound of the
-longest MX_CONFIG, so that the CRD refuses only jobs the hook refuses too.
+"""The CRD's CEL forms of the size rule (app/validation.py), each counted from below so that the
+CRD refuses only jobs the hook refuses too: `rule()` a lower bound of the longest MX_CONFIG,
+`sync_rule()` one of the sync request, the hook's estimate without the templates' bytes
+(which CEL cannot measure) and without the ConfigMap.
 
 CEL has no sum over a map, so the rule adds one term per known replica type, found in any
 letter case as the CRD's other rules find it. Per type of n replicas it counts what the hook
@@ -9,7 +11,13 @@ the braces, keys and the shortest `task`; the labels and the commas between type
 out, some tens of bytes below the hook's exact count. `python -m tests.cel_size_rule` prints it."""
 
 from app.spec import ORDER, ReplicaType
-from app.validation import MAX_MX_CONFIG
+from app.validation import (
+    MAX_MX_CONFIG,
+    MAX_SYNC_BYTES,
+    SYNC_BYTES_PER_CONTAINER,
+    SYNC_BYTES_PER_NAME_CHARACTER,
+    SYNC_BYTES_PER_REPLICA,
+)
 
 SPECS = "self.spec.mxReplicaSpecs"
 # '{"cluster":}' + '{}' + ',"labels":,' + '{}' + the shortest task, '"task":{"index":0,"type":"tuner"}}'
@@ -55,5 +63,31 @@ def rule() -> str:
     return f"!has(self.spec) || !has({SPECS}) || {FIXED} + {terms} <= {MAX_MX_CONFIG}"
 
 
+def _sync_term(rtype: ReplicaType) -> str:
+    """One type's n replicas times the hook's bytes per replica, less the template's own."""
+    kind = rtype.lowered
+    r = _replica(kind)
+    n = f"(has({r}.replicas) ? {r}.replicas : 1)"
+    spec = f"has({r}.template) && has({r}.template.spec)"
+    containers = f"{r}.template.spec.containers"
+    inits = f"{r}.template.spec.initContainers"
+    extra = (
+        f"({spec} && has({containers}) && size({containers}) > 1 ? size({containers}) - 1 : 0)"
+        f" + ({spec} && has({inits}) ? size({inits}) : 0)"
+    )
+    per_replica = (
+        f"{SYNC_BYTES_PER_REPLICA} + {SYNC_BYTES_PER_CONTAINER} * ({extra})"
+        f" + {SYNC_BYTES_PER_NAME_CHARACTER} * size(self.metadata.name)"
+    )
+    found = f"size({SPECS}.filter(k, k.matches('(?i)^{kind}$'))) == 0"
+    return f"({found} ? 0 : {n} * ({per_replica}))"
+
+
+def sync_rule() -> str:
+    terms = " + ".join(_sync_term(t) for t in sorted(ORDER, key=ORDER.__getitem__))
+    return f"!has(self.spec) || !has({SPECS}) || {terms} <= {MAX_SYNC_BYTES}"
+
+
 if __name__ == "__main__":
     print(rule())
+    print(sync_rule())

@@ -33,6 +33,11 @@ CHILD_NAME_TOO_LONG = (
     "metadata.name: too long: every child name <name>-<replica type>-<index> must fit in 63 "
     "characters (a Service name)"
 )
+SYNC_TOO_LARGE = (
+    "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request of this job would "
+    "carry more than 48 MiB, even before its pod templates are counted; use fewer replicas, "
+    "fewer containers or a shorter job name"
+)
 MX_CONFIG_TOO_LONG = (
     "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica of the job, "
     "would not fit in the 131,061 bytes a process's environment variable may hold; use fewer "
@@ -88,7 +93,10 @@ BAD_KEYS = {
     "leading-dash": "-team",
     "upper-case-prefix": "Example.com/team",
     "empty-name-after-prefix": "example.com/",
+    # Its name and pattern are right; a DNS subdomain has at most 253 characters.
+    "255-character-prefix": ".".join(["a" * 63] * 4) + "/team",
 }
+SUBDOMAIN_253 = ".".join(["a" * 63] * 3 + ["a" * 61])
 BAD_VALUES = {"with-a-space": "a b", "leading-dash": "-a", "trailing-dot": "a."}
 
 VALID = [
@@ -176,6 +184,13 @@ VALID = [
         id="labels-and-annotations-kubernetes-accepts",
     ),
     pytest.param(
+        job(
+            "dist-cpu.yaml",
+            worker({"template": {"metadata": {"labels": {SUBDOMAIN_253 + "/team": "a"}}}}),
+        ),
+        id="label-key-with-a-253-character-prefix",
+    ),
+    pytest.param(
         job("dist-cpu.yaml", run_policy(schedulingPolicy={"minAvailable": 1, "queue": "a.b-c"})),
         id="min-available-1-and-a-dotted-queue",
     ),
@@ -204,6 +219,18 @@ def case(base: str, patch: dict[str, Any], *errors: str, hook: bool = True) -> A
 
 
 INVALID = [
+    pytest.param(
+        *case(
+            "dist-cpu.yaml",
+            {"metadata": {"name": "a"}}
+            | worker(
+                {"replicas": 3200}
+                | containers(MXNET, *({"name": f"side-{i}", "image": "busybox"} for i in range(3)))
+            ),
+            SYNC_TOO_LARGE,
+        ),
+        id="sync-too-large-whatever-the-templates",
+    ),
     pytest.param(
         *case(
             "dist-cpu.yaml",

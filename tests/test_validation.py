@@ -188,6 +188,25 @@ WT = "spec.mxReplicaSpecs.Worker.template"
             "DNS-1123 subdomain",
             id="queue-not-a-dns-1123-subdomain",
         ),
+        # The legacy placement under `spec`: named where the user wrote it.
+        pytest.param(
+            "mnist",
+            _set("schedulingPolicy", {"queue": "Team_A"}),
+            "spec.schedulingPolicy.queue: 'Team_A' must name a Volcano Queue",
+            id="queue-in-the-legacy-placement",
+        ),
+        pytest.param(
+            "mnist",
+            _set("schedulingPolicy", {"minAvailable": 0}),
+            "spec.schedulingPolicy.minAvailable: Input should be greater than or equal to 1",
+            id="min-available-in-the-legacy-placement",
+        ),
+        pytest.param(
+            "mnist",
+            _set("backoffLimit", -1),
+            "spec.backoffLimit: Input should be greater than or equal to 0",
+            id="backoff-limit-in-the-legacy-placement",
+        ),
         pytest.param(
             "mnist",
             _set(f"{W}.template.metadata", {"labels": {"bad key": "a"}}),
