@@ -339,10 +339,58 @@ def _parse_and_answer(body: bytearray, now: datetime) -> Reply:
 
 
 def _parse(body: bytearray) -> Any:
+    check_parse_cost(body)
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as err:
         raise Refused(422, "bad_request", f"request body is not JSON: {err}") from None
+
+
+# What parsing a body may cost, checked before parsing it (check_parse_cost).
+MiB = settings.MiB
+PARSE_BUDGET = 640 * MiB
+PARSE_COST_PER_CONTAINER = 112
+PARSE_COST_PER_VALUE = 264
+
+
+def parse_cost(body: bytes | bytearray) -> int:
+    """An upper estimate of the memory, in bytes, that parsing `body` takes at its peak.
+
+    JSON costs memory by its values, not its bytes: `{}` is 2 bytes of text and about 100 of
+    Python objects, so a body at the 64 MiB limit could take 2 GiB or more. Every value but
+    the outermost follows a `[`, a `{` (an object's first key) or a `,`, and every object
+    and list opens with a `{` or a `[`; so with C the count of `{` and `[` and V = C + the
+    count of `,`, the body holds at most V values (keys with theirs) and C containers. Each
+    value costs at most PARSE_COST_PER_VALUE bytes besides its text (an object's slot or a
+    list's pointer, a key and a value string of their own, the parser's transient vectors and
+    table resizes), each container PARSE_COST_PER_CONTAINER more, and strings their length:
+
+        cost = PARSE_COST_PER_CONTAINER * C + PARSE_COST_PER_VALUE * V + len(body)
+
+    The coefficients are the peak resident memory measured per token of the costliest shapes
+    of JSON (docs/security.md#memory), rounded up with a tenth to spare. Structure inside
+    strings counts too, so the estimate errs high for a string holding JSON (the last-applied
+    annotation). Three `bytes.count` passes: about 0.1 s for a 64 MiB body."""
+    containers = body.count(b"{") + body.count(b"[")
+    values = containers + body.count(b",")
+    return PARSE_COST_PER_CONTAINER * containers + PARSE_COST_PER_VALUE * values + len(body)
+
+
+def check_parse_cost(body: bytes | bytearray) -> None:
+    """Refuse with 413, before parsing, a body whose parse_cost is over PARSE_BUDGET. A body
+    too short to reach it whatever its content is not counted."""
+    most_per_byte = PARSE_COST_PER_CONTAINER + PARSE_COST_PER_VALUE + 1
+    if len(body) * most_per_byte <= PARSE_BUDGET:
+        return
+    cost = parse_cost(body)
+    if cost > PARSE_BUDGET:
+        raise Refused(
+            413,
+            "too_large",
+            f"request body of {len(body)} bytes would take about {cost // MiB} MiB once "
+            f"parsed, more than the hook's parse budget of {PARSE_BUDGET // MiB} MiB "
+            "(too many values for its size)",
+        )
 
 
 def _few_replicas(body: Any) -> bool:
