@@ -19,9 +19,9 @@ pytestmark = pytest.mark.slow
 MiB = 1024 * 1024
 # The promise: the hook stays within 512 MiB of RSS, half the Deployment's 1 GiB limit.
 LIMIT_MIB = 512
-# What the costliest admitted bodies peaked at, 576 MiB at most, with a little to spare: over
-# the promise, under the 1 GiB limit (docs/security.md#memory says why).
-ADMITTED_MIB = 640
+# The costliest bodies the parse budget admits peaked at 575-609 MiB: over the promise, which
+# holds for real syncs, and under the 1 GiB limit with 300 MiB to spare (docs/security.md).
+ADMITTED_MIB = 700
 
 
 @contextmanager
