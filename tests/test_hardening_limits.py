@@ -5,7 +5,6 @@ import io
 import json
 import logging
 import sys
-import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 from app import web
 from app.jsonlog import CURRENT_JOB, JsonFormatter
 from app.settings import Settings
+from tests import json_shapes
 from tests import support as s
 from tests.hardening import asgi_client
 
@@ -120,20 +120,25 @@ def test_deep_nesting_is_a_4xx_not_a_crash(body: bytes, status: int, detail: str
         assert detail in reply.json()["detail"]
 
 
-def test_memory_for_a_body_at_the_limit_is_bounded() -> None:
-    """The worst JSON for memory is many tiny objects: orjson makes ~36 bytes of Python
-    objects per byte of `[{},{},...]`. Size the pod's memory limit for that times the body
-    limit, or trust the NetworkPolicy and the token to keep such bodies out."""
-    limit = 2 * 1024 * 1024
-    body = b'{"parent": {"metadata": {"name": "a"}}, "x": [' + b"{}," * (limit // 3 - 20) + b"{}]}"
-    assert len(body) <= limit
-    with asgi_client(_app(max_body_bytes=limit)) as client:
-        tracemalloc.start()
-        reply = client.post("/sync", content=body)
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    assert reply.status_code == 200
-    assert peak < 40 * limit
+def test_a_body_past_the_parse_budget_is_refused_before_parsing() -> None:
+    """The largest body of tiny objects within the parse budget is answered; one more `{}`
+    and it is refused with 413 naming the budget (docs/security.md#memory)."""
+    admitted = json_shapes.most_admitted("tiny-objects")
+    one_more = admitted.replace(b'"junk":[', b'"junk":[{},', 1)
+    assert web.parse_cost(admitted) <= web.PARSE_BUDGET < web.parse_cost(one_more)
+    with asgi_client(_app()) as client:
+        assert client.post("/sync", content=admitted).status_code == 200
+        reply = client.post("/sync", content=one_more)
+    assert reply.status_code == 413
+    assert "more than the hook's parse budget of 640 MiB" in reply.json()["detail"]
+
+
+def test_a_body_too_short_to_reach_the_parse_budget_is_not_counted() -> None:
+    most_per_byte = max(web.PARSE_COST_PER_CONTAINER, web.PARSE_COST_PER_VALUE) + 1
+    longest = web.PARSE_BUDGET // most_per_byte
+    assert web.parse_cost(b"," * longest) <= web.PARSE_BUDGET
+    with pytest.raises(web.Refused, match="parse budget"):
+        web.check_parse_cost(b"," * (longest + 1))
 
 
 @pytest.fixture

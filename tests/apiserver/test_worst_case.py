@@ -17,7 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
-from app import validation
+from app import validation, web
+from app.children import LAST_APPLIED
 from app.reconcile import sync
 from app.settings import Settings
 from localcluster.apiserver import ApiServer, KubectlError
@@ -35,6 +36,7 @@ MakeSpec = Callable[[int], dict[str, Any]]
 # an object per field): 515 MiB for 730 env entries a pod, against 230-430 MiB for the other
 # shapes of the same size; the rest of the limit is for the connections' buffers.
 PEAK_RSS_MIB = 640
+MiB = 1024 * 1024
 
 
 def train(env_bytes: int = 0, sidecars: int = 0, shape: str = "") -> MakeSpec:
@@ -92,6 +94,14 @@ def _post(url: str, body: bytes) -> tuple[int, dict[str, Any], float]:
     return status, json.loads(content), time.perf_counter() - start
 
 
+def _without_last_applied(request: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(request)
+    for group in out["children"].values():
+        for child in group.values():
+            child["metadata"].get("annotations", {}).pop(LAST_APPLIED, None)
+    return out
+
+
 def _peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -120,6 +130,16 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
     estimate = validation.sync_request_bytes(name, typed)
     assert len(body) <= estimate <= validation.MAX_SYNC_BYTES
     assert len(body) * 4 // 3 <= Settings().max_body_bytes
+    # The parse budget admits it with room to spare, as Metacontroller sends it under either
+    # apply strategy: with its last-applied annotations (dynamic-apply), and without them
+    # (server-side apply keeps only managedFields).
+    ssa = orjson.dumps(_without_last_applied(request))
+    costs = {"dynamic-apply": web.parse_cost(body), "server-side apply": web.parse_cost(ssa)}
+    for strategy, cost in costs.items():
+        print(
+            f"\n{strategy}: parse cost {cost / MiB:.0f} MiB, {web.PARSE_BUDGET / cost:.2f}x within"
+        )
+        assert cost * 21 // 20 <= web.PARSE_BUDGET
     url, pid = hook
     status, answer, seconds = _post(url, body)
     assert status == 200
