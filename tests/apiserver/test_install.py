@@ -86,6 +86,28 @@ def test_chart_with_every_option_is_accepted(
     assert len(applied) == len(documents) == 10
 
 
+@pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "volcano", "scheduler-plugins"])
+def test_every_overlay_is_accepted_whole(
+    apiserver: ApiServer, metacontroller_api: None, overlay: str
+) -> None:
+    """Each overlay as `kubectl apply -k` sends it (CRD, Deployment, Service, PDB,
+    NetworkPolicy, CompositeController, roles), under strict field validation: nothing
+    unknown, nothing refused. Its namespace is made first (the kubeflow overlay's is
+    Kubeflow's own), as a dry run does not create one for the rest."""
+    documents = kustomize(str(REPO / "manifests" / "overlays" / overlay))
+    namespaces = {d["metadata"]["namespace"] for d in documents if "namespace" in d["metadata"]}
+    assert len(namespaces) == 1
+    for name in namespaces:
+        apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    done = dry_run(apiserver, documents)
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr
+    applied = [line for line in done.stdout.splitlines() if "serverside-applied" in line]
+    assert len(applied) == len(documents)
+    kinds = {d["kind"] for d in documents}
+    assert {"CustomResourceDefinition", "Deployment", "CompositeController"} <= kinds
+
+
 def test_strict_validation_refuses_the_old_authorization_form(
     apiserver: ApiServer, metacontroller_api: None
 ) -> None:
