@@ -236,6 +236,24 @@ def test_worker_exiting_1_fails_the_job_and_names_it(harness: Harness) -> None:
     assert run.running() == []
 
 
+class Timeline:
+    """Seconds from `kubectl apply` (about) to each state and pod report, printed: the figures
+    docs/e2e.md gives for the one-pod jobs."""
+
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+        self.events: list[str] = []
+
+    def on_report(self, run: JobRun, report: Report) -> None:
+        self.events.append(f"{time.monotonic() - self.began:.1f} s pod {report}")
+
+    def on_state(self, run: JobRun, state: str) -> None:
+        self.events.append(f"{time.monotonic() - self.began:.1f} s job {state}")
+
+    def show(self, title: str) -> None:
+        print(f"{title}: {'; '.join(self.events)}; done {time.monotonic() - self.began:.1f} s")
+
+
 # What a worker of a job without a Scheduler read before creating its kvstore (kvstore_check.py):
 # the hook's placeholders for the root that is not there, as the process saw them.
 NO_ROOT = {"DMLC_PS_ROOT_URI": "", "DMLC_PS_ROOT_PORT": "0"}
@@ -245,9 +263,10 @@ def test_single_worker_with_a_local_kvstore_succeeds_and_reads_port_0(harness: H
     # docs/migrating-from-training-operator.md: a one-pod job using `local` never looks at
     # DMLC_PS_ROOT_URI="" and DMLC_PS_ROOT_PORT=0.
     worker = f"{JOB}-worker-0"
-    began = time.monotonic()
-    run = harness.run(single_worker(JOB, "kvstore", ["--kv-store", "local"]))
-    print(f"single Worker, local kvstore: {time.monotonic() - began:.1f} s")
+    timeline = Timeline()
+    job = single_worker(JOB, "kvstore", ["--kv-store", "local"])
+    run = harness.run(job, timeline.on_report, timeline.on_state)
+    timeline.show("single Worker, local kvstore")
 
     assert run.states() == ["Created", "Running", "Succeeded"]
     assert run.worker_pods() == [worker]
@@ -280,9 +299,10 @@ def test_single_worker_asking_for_dist_sync_fails_at_once(harness: Harness) -> N
     # and under `restartPolicy: Never` the job fails naming the Worker. Were it to wait
     # instead, the job would never finish and run_job would raise after JOB_TIMEOUT.
     worker = f"{JOB}-worker-0"
-    began = time.monotonic()
-    run = harness.run(single_worker(JOB, "kvstore", ["--kv-store", "dist_sync"]))
-    print(f"single Worker, dist_sync: {time.monotonic() - began:.1f} s")
+    timeline = Timeline()
+    job = single_worker(JOB, "kvstore", ["--kv-store", "dist_sync"])
+    run = harness.run(job, timeline.on_report, timeline.on_state)
+    timeline.show("single Worker, dist_sync")
 
     assert run.states() == ["Created", "Running", "Failed"]
     assert run.reported(worker) == ["Running", "Failed (exit 1)"]
