@@ -50,3 +50,20 @@ def mxjob(
         "metadata": {"name": name},
         "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": specs},
     }
+
+
+def single_worker(name: str, program: str, args: list[str]) -> dict[str, Any]:
+    """Worker 1 and nothing else, as examples/single-worker.yaml: training in one pod.
+
+    The job has no Scheduler, so the hook gives the pod `DMLC_PS_ROOT_URI=""` and
+    `DMLC_PS_ROOT_PORT=0`, and the Worker's outcome is the job's. `restartPolicy: Never`
+    (the example's `OnFailure` restarts the container in place, which the local kubelet
+    does not model).
+    """
+    worker = {"replicas": 1, "restartPolicy": "Never", "template": template(program, args, None)}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": worker}},
+    }

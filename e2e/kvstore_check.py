@@ -7,6 +7,13 @@ back, prints one JSON line with what it saw and exits 0 when the sums are right,
 
 `--fail-worker ID` makes the worker whose DMLC_WORKER_ID is ID exit 1 at once, as a user's
 bug would, before it joins the cluster: the failure path of the e2e test.
+
+`--kv-store TYPE` creates that kvstore instead of `dist_sync`: `local` for a job with a single
+Worker and neither Scheduler nor Server, which never joins a parameter-server cluster.
+
+Before it creates the kvstore, a worker prints one JSON line with the ps-lite root it was given
+(`DMLC_PS_ROOT_URI`, `DMLC_PS_ROOT_PORT`, as this process read them, null if unset), so that
+the value is on record even when creating the kvstore fails.
 """
 
 import argparse
@@ -40,11 +47,14 @@ def run_round(kv: mx.kvstore.KVStore, round_: int) -> dict[str, float]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fail-worker", metavar="ID", help="this worker exits 1 at once")
+    parser.add_argument("--kv-store", default="dist_sync", help="the kvstore type to create")
     args = parser.parse_args(argv)
     if args.fail_worker is not None and args.fail_worker == os.environ.get("DMLC_WORKER_ID"):
         print(f"worker {args.fail_worker}: failing on purpose (--fail-worker)", flush=True)
         return 1
-    kv = mx.kv.create("dist_sync")
+    root = {k: os.environ.get(k) for k in ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT")}
+    print(json.dumps({"check": "env", "kv_store": args.kv_store, **root}), flush=True)
+    kv = mx.kv.create(args.kv_store)
     kv.init(list(SHAPES), [mx.nd.zeros(s) for s in SHAPES.values()])
     pulled = [run_round(kv, r) for r in range(ROUNDS)]
     expected = [expected_sum(kv.num_workers, r) for r in range(ROUNDS)]
@@ -52,6 +62,7 @@ def main(argv: list[str]) -> int:
     result = {
         "check": "kvstore",
         "ok": ok,
+        "kv_store": kv.type,
         "rank": kv.rank,
         "num_workers": kv.num_workers,
         "worker_id": os.environ.get("DMLC_WORKER_ID"),

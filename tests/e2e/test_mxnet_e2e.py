@@ -15,6 +15,7 @@ or without mount namespaces fails these tests; it never skips them.
 import json
 import re
 import signal
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 import pytest
 
 from e2e.cluster import preflight
-from e2e.jobs import mxjob
+from e2e.jobs import mxjob, single_worker
 from e2e.kubelet import Report
 from e2e.runner import JobRun, run_job
 from localcluster.apiserver import ClusterError
@@ -69,13 +70,17 @@ class Run:
     def running(self) -> list[str]:
         return self.job.kubelet.running()
 
+    def json_lines(self, pod: str) -> list[dict[str, Any]]:
+        """Every JSON line `pod` printed, in order."""
+        return [json.loads(x) for x in self.log(pod).splitlines() if x.startswith("{")]
+
     def results(self) -> dict[str, dict[str, Any]]:
         """Each worker pod's last JSON line, by pod name, deleted pods included."""
         found = {}
         for name in self.worker_pods():
-            lines = [x for x in self.log(name).splitlines() if x.startswith("{")]
+            lines = self.json_lines(name)
             if lines:
-                found[name] = json.loads(lines[-1])
+                found[name] = lines[-1]
         return found
 
     def reported(self, pod: str) -> list[str]:
@@ -228,6 +233,86 @@ def test_worker_exiting_1_fails_the_job_and_names_it(harness: Harness) -> None:
     assert failed["reason"] == "MXJobFailed"
     assert re.search(r"\bWorker\b.*\b1\b.*\bexit code 1\b", failed["message"]), failed
     assert sorted(run.worker_pods()) == [f"{JOB}-worker-0", f"{JOB}-worker-1"]
+    assert run.running() == []
+
+
+class Timeline:
+    """Seconds from `kubectl apply` (about) to each state and pod report, printed: the figures
+    docs/e2e.md gives for the one-pod jobs."""
+
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+        self.events: list[str] = []
+
+    def on_report(self, run: JobRun, report: Report) -> None:
+        self.events.append(f"{time.monotonic() - self.began:.1f} s pod {report}")
+
+    def on_state(self, run: JobRun, state: str) -> None:
+        self.events.append(f"{time.monotonic() - self.began:.1f} s job {state}")
+
+    def show(self, title: str) -> None:
+        print(f"{title}: {'; '.join(self.events)}; done {time.monotonic() - self.began:.1f} s")
+
+
+# What a worker of a job without a Scheduler read before creating its kvstore (kvstore_check.py):
+# the hook's placeholders for the root that is not there, as the process saw them.
+NO_ROOT = {"DMLC_PS_ROOT_URI": "", "DMLC_PS_ROOT_PORT": "0"}
+
+
+def test_single_worker_with_a_local_kvstore_succeeds_and_reads_port_0(harness: Harness) -> None:
+    # docs/migrating-from-training-operator.md: a one-pod job using `local` never looks at
+    # DMLC_PS_ROOT_URI="" and DMLC_PS_ROOT_PORT=0.
+    worker = f"{JOB}-worker-0"
+    timeline = Timeline()
+    job = single_worker(JOB, "kvstore", ["--kv-store", "local"])
+    run = harness.run(job, timeline.on_report, timeline.on_state)
+    timeline.show("single Worker, local kvstore")
+
+    assert run.states() == ["Created", "Running", "Succeeded"]
+    assert run.worker_pods() == [worker]
+    assert run.reported(worker) == ["Running", "Succeeded (exit 0)"]
+    cluster = {"worker": [{"port": 9091, "url": worker}]}
+    task = {"index": 0, "type": "worker"}
+    whole = {"cluster": cluster, "labels": {"worker": ""}, "task": task}
+    assert run.json_lines(worker) == [
+        {"check": "env", "kv_store": "local", **NO_ROOT},
+        {
+            "check": "kvstore",
+            "ok": True,
+            "kv_store": "local",
+            "rank": 0,
+            "num_workers": 1,
+            "worker_id": "0",
+            "mx_config": json.dumps(whole, sort_keys=True, separators=(",", ":")),
+            # One worker pushes 1, then 2: every key, the big one included, pulls it back.
+            "pulled": [{"3": 1.0, "5": 1.0, "7": 1.0}, {"3": 2.0, "5": 2.0, "7": 2.0}],
+            "expected": [1.0, 2.0],
+        },
+    ]
+    assert run.status["replicaStatuses"] == {"Worker": {"active": 0, "succeeded": 1, "failed": 0}}
+    assert run.running() == []
+
+
+def test_single_worker_asking_for_dist_sync_fails_at_once(harness: Harness) -> None:
+    # With DMLC_PS_ROOT_URI="" MXNet 1.9.1 does not wait for a scheduler: ps-lite refuses to
+    # connect to an empty host name, `mx.kv.create("dist_sync")` raises, the process exits 1,
+    # and under `restartPolicy: Never` the job fails naming the Worker. Were it to wait
+    # instead, the job would never finish and run_job would raise after JOB_TIMEOUT.
+    worker = f"{JOB}-worker-0"
+    timeline = Timeline()
+    job = single_worker(JOB, "kvstore", ["--kv-store", "dist_sync"])
+    run = harness.run(job, timeline.on_report, timeline.on_state)
+    timeline.show("single Worker, dist_sync")
+
+    assert run.states() == ["Created", "Running", "Failed"]
+    assert run.reported(worker) == ["Running", "Failed (exit 1)"]
+    assert run.json_lines(worker) == [{"check": "env", "kv_store": "dist_sync", **NO_ROOT}]
+    log = run.log(worker)
+    assert "MXNetError: Check failed: node.hostname.size()" in log, log
+    assert run.condition("Failed")["message"] == (
+        f"MXJob {JOB} has failed because Worker replica 0 (pod {worker}) failed with exit code 1"
+        " (restartPolicy Never)."
+    )
     assert run.running() == []
 
 
