@@ -10,7 +10,7 @@ from contextlib import contextmanager
 import httpx
 import pytest
 
-from app import web
+from app import parsecost
 from tests import json_shapes
 from tests.hardening import Server, start
 
@@ -66,7 +66,7 @@ def test_the_costliest_body_admitted_of_each_shape_is_answered_within_memory(sha
         reply = httpx.post(f"{server.url}/sync", content=body, timeout=60)
         peak = server.memory_kib("VmHWM") // 1024
         print(
-            f"\n{shape}: {len(body) / MiB:.1f} MiB, estimate {web.parse_cost(body) // MiB} MiB, "
+            f"\n{shape}: {len(body) / MiB:.1f} MiB, estimate {parsecost.parse_cost(body) // MiB} MiB, "
             f"{reply.status_code}, peak RSS {peak} MiB"
         )
         assert reply.status_code == 200

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 
-from app import validation, web
+from app import parsecost, validation
 from app.children import LAST_APPLIED
 from app.reconcile import sync
 from app.settings import Settings
@@ -134,12 +134,15 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
     # apply strategy: with its last-applied annotations (dynamic-apply), and without them
     # (server-side apply keeps only managedFields).
     ssa = orjson.dumps(_without_last_applied(request))
-    costs = {"dynamic-apply": web.parse_cost(body), "server-side apply": web.parse_cost(ssa)}
+    costs = {
+        "dynamic-apply": parsecost.parse_cost(body),
+        "server-side apply": parsecost.parse_cost(ssa),
+    }
     for strategy, cost in costs.items():
         print(
-            f"\n{strategy}: parse cost {cost / MiB:.0f} MiB, {web.PARSE_BUDGET / cost:.2f}x within"
+            f"\n{strategy}: parse cost {cost / MiB:.0f} MiB, {parsecost.PARSE_BUDGET / cost:.2f}x within"
         )
-        assert cost * 21 // 20 <= web.PARSE_BUDGET
+        assert cost * 21 // 20 <= parsecost.PARSE_BUDGET
     url, pid = hook
     status, answer, seconds = _post(url, body)
     assert status == 200
