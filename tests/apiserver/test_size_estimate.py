@@ -65,8 +65,8 @@ def test_the_estimate_bounds_a_replica_as_metacontroller_sends_it(
     assert measured - smallest <= estimate - over
     assert measured <= estimate
 
-    for sample, measured_json in (("smallest", smallest_json), (shape, measured_json)):
-        cost = parsecost.parse_cost(measured_json)
+    for sample, sent in (("smallest", smallest_json), (shape, measured_json)):
+        cost = parsecost.parse_cost(sent)
         cost_estimate = validation.replica_parse_cost(NAME, template(sample))
         figure(
             f"{strategy}, {sample}: parse cost measured {cost:,}, estimate {cost_estimate:,} "
