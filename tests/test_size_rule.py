@@ -296,3 +296,22 @@ MEASURED_DYNAMIC_APPLY = {
 @pytest.mark.parametrize(("shape", "measured"), MEASURED_DYNAMIC_APPLY.items())
 def test_the_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
     assert validation.replica_sync_bytes("a", template(shape)) >= measured
+
+
+# The same replicas' parse_cost (app/parsecost.py), measured by the same test the same day;
+# without the last-applied copies (server-side apply) each is smaller, 61,942 the smallest.
+MEASURED_PARSE_COST = {
+    "smallest": 89_513,
+    "730-env-entries": 2_099_933,
+    "20-kb-value": 132_262,
+    "400-ports": 3_076_713,
+    "400-volume-mounts": 1_204_490,
+    "1000-args": 637_925,
+    "400-labels": 466_313,
+    "three-sidecars": 167_150,
+}
+
+
+@pytest.mark.parametrize(("shape", "measured"), MEASURED_PARSE_COST.items())
+def test_the_parse_cost_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
+    assert validation.replica_parse_cost("a", template(shape)) >= measured
