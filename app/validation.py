@@ -48,7 +48,9 @@ SYNC_BYTES_PER_PORT = 80
 # 3. Parsing that request must stay well inside the hook's parse budget (app/parsecost.py):
 #    a request of many small values costs more to parse than its bytes say. See
 #    `sync_request_parse_cost`: its `{`/`[` and `,` per replica besides the template's copies,
-#    per further container and per port, measured like the bytes above.
+#    per further container and per port, measured like the bytes above (a replica of one
+#    container 221 and 291 in the largest admitted jobs' requests, a further container 58
+#    and 57, a port 2 and 3), rounded up.
 MAX_SYNC_PARSE_COST = PARSE_BUDGET * 7 // 8
 SYNC_BRACKETS_PER_REPLICA = 240
 SYNC_COMMAS_PER_REPLICA = 320
@@ -124,7 +126,8 @@ def _validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
 
 def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
     """The size rule: every process can start with its MX_CONFIG, and every sync of the job
-    fits the hook's body limit with room to spare, once all of its children exist."""
+    fits the hook's body limit and its parse budget with room to spare, once all of its
+    children exist."""
     mx_config = mx_config_bytes(job_name, spec)
     if mx_config > MAX_MX_CONFIG:
         return [
