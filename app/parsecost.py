@@ -4,7 +4,7 @@ every sync request of it is well within that budget (app/validation.py)."""
 
 MiB = 1024 * 1024
 # The budget: the costliest bodies it admits, of the shapes that cost the most memory per byte
-# once parsed, peak at about 470 MiB of RSS on a fresh hook, within the 512 MiB promised
+# once parsed, peak at 464-469 MiB of RSS on a fresh hook, within the 512 MiB promised
 # (docs/security.md#memory; tests/test_hardening_parse.py measures them).
 PARSE_BUDGET = 480 * MiB
 PARSE_COST_PER_CONTAINER = 112
