@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from app.builders import main_container, mx_config_bytes, service_port
 from app.defaults import LEGACY_RUN_POLICY_FIELDS, SpecError, normalise
 from app.names import MAIN_CONTAINER, MAX_NAME, child_name
+from app.parsecost import PARSE_BUDGET, cost_of
 from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 
 _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -44,6 +45,19 @@ SYNC_BYTES_PER_REPLICA = 9_500
 SYNC_BYTES_PER_CONTAINER = 2_100
 SYNC_BYTES_PER_NAME_CHARACTER = 22
 SYNC_BYTES_PER_PORT = 80
+# 3. Parsing that request must stay well inside the hook's parse budget (app/parsecost.py):
+#    a request of many small values costs more to parse than its bytes say. See
+#    `sync_request_parse_cost`: its `{`/`[` and `,` per replica besides the template's copies,
+#    per further container and per port, measured like the bytes above (a replica of one
+#    container 221 and 291 in the largest admitted jobs' requests, a further container 58
+#    and 57, a port 2 and 3), rounded up.
+MAX_SYNC_PARSE_COST = PARSE_BUDGET * 7 // 8
+SYNC_BRACKETS_PER_REPLICA = 240
+SYNC_COMMAS_PER_REPLICA = 320
+SYNC_BRACKETS_PER_CONTAINER = 64
+SYNC_COMMAS_PER_CONTAINER = 64
+SYNC_BRACKETS_PER_PORT = 3
+SYNC_COMMAS_PER_PORT = 4
 # managedFields (fieldsV1) of a template: per field `"f:<key>":{},` besides the key's JSON,
 # 7 more (`".":{},`) where the field is an object; per entry of a keyed list
 # `"k:<key fields' JSON>":{".":{},...},` besides that JSON string.
@@ -112,7 +126,8 @@ def _validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
 
 def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
     """The size rule: every process can start with its MX_CONFIG, and every sync of the job
-    fits the hook's body limit with room to spare, once all of its children exist."""
+    fits the hook's body limit and its parse budget with room to spare, once all of its
+    children exist."""
     mx_config = mx_config_bytes(job_name, spec)
     if mx_config > MAX_MX_CONFIG:
         return [
@@ -126,6 +141,14 @@ def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
             f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
             f"this job would carry about {request // MiB} MiB, more than "
             f"{MAX_SYNC_BYTES // MiB} MiB; use fewer replicas or smaller pod templates"
+        ]
+    cost = sync_request_parse_cost(job_name, spec, mx_config)
+    if cost > MAX_SYNC_PARSE_COST:
+        return [
+            f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
+            f"this job would take about {cost // MiB} MiB to parse, more than "
+            f"{MAX_SYNC_PARSE_COST // MiB} MiB; use fewer replicas or pod templates of fewer "
+            "values (list entries, map keys)"
         ]
     return []
 
@@ -164,6 +187,102 @@ def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = N
     for replica in spec.mxReplicaSpecs.values():
         total += replica.replicas * replica_sync_bytes(job_name, replica.template)
     return total
+
+
+def sync_request_parse_cost(job_name: str, spec: MXJobSpec, mx_config: int | None = None) -> int:
+    """An upper estimate of a sync request's parse_cost (app/parsecost.py) once every child
+    exists, given `mx_config_bytes` if it is known: `sync_request_bytes`'s bytes, and its
+    `{`/`[` and `,` counted the same way, replica by replica.
+
+    The ConfigMap and its last-applied copy hold MX_CONFIG's text: an object and two commas
+    a replica at most (`{"port":1,"url":"..."}` and the comma after it), and a few more. A
+    replica's count is a measured constant (its pod and Service as the largest admitted
+    jobs' requests carry them, a running pod's full status), one per further container and
+    per port, and the template's own, counted like its bytes: its JSON in the pod and again
+    in the last-applied annotation (structure inside a string counts, as parse_cost counts
+    it), and its managedFields, an object per field and per keyed entry (`_fields_counts`).
+    Under server-side apply there is no last-applied copy: the same estimate bounds it.
+    Checked on the real API server under the real Metacontroller, both strategies
+    (tests/apiserver/test_size_estimate.py), and against the largest admitted jobs'
+    requests (tests/apiserver/test_worst_case.py); the figures are in docs/reliability.md."""
+    if mx_config is None:
+        mx_config = mx_config_bytes(job_name, spec)
+    replicas = sum(replica.replicas for replica in spec.mxReplicaSpecs.values())
+    total = 2 * cost_of(replicas + 16, 2 * replicas + 16, mx_config)
+    for replica in spec.mxReplicaSpecs.values():
+        total += replica.replicas * replica_parse_cost(job_name, replica.template)
+    return total
+
+
+def replica_parse_cost(job_name: str, template: dict[str, Any]) -> int:
+    """The parse-cost estimate for one replica of `template` (see `sync_request_parse_cost`)."""
+    pod_spec = template.get("spec") or {}
+    containers = len(pod_spec.get("containers") or []) + len(pod_spec.get("initContainers") or [])
+    ports = main_container(template).get("ports") or []
+    brackets, commas = _copies_counts(template)
+    service_brackets, service_commas = _copies_counts({"ports": [service_port(p) for p in ports]})
+    further = max(containers - 1, 0)
+    return cost_of(
+        SYNC_BRACKETS_PER_REPLICA
+        + SYNC_BRACKETS_PER_CONTAINER * further
+        + SYNC_BRACKETS_PER_PORT * len(ports)
+        + brackets
+        + service_brackets,
+        SYNC_COMMAS_PER_REPLICA
+        + SYNC_COMMAS_PER_CONTAINER * further
+        + SYNC_COMMAS_PER_PORT * len(ports)
+        + commas
+        + service_commas,
+        replica_sync_bytes(job_name, template),
+    )
+
+
+def _copies_counts(value: Any) -> tuple[int, int]:
+    """The `{`/`[` and the `,` of `value` in a child and in Metacontroller's copy of it (see
+    `_copies_bytes`): its JSON twice, the escaped copy counting what the JSON text counts."""
+    text = _go_json(value)
+    brackets, commas = _fields_counts(value)
+    return (
+        2 * (text.count("{") + text.count("[")) + brackets,
+        2 * text.count(",") + commas,
+    )
+
+
+def _fields_counts(value: Any) -> tuple[int, int]:
+    """The `{`/`[` and the `,` of a managedFields entry's fieldsV1 for `value`, from above:
+    every key of every object is `"f:<key>":{}` and a comma (`{".":{}` and a comma more
+    where its value is an object or a list of objects), and every object in a list is
+    `"k:<key fields' JSON>":{".":{}` and two commas, the structure in the key's JSON and
+    in the keys counted too. Scalars, and lists of them (atomic), add nothing of their own."""
+    brackets = commas = 0
+    if isinstance(value, dict):
+        for key, item in value.items():
+            text = str(key)
+            brackets += 1 + text.count("{") + text.count("[")
+            commas += 1 + text.count(",")
+            if isinstance(item, dict) or (isinstance(item, list) and _has_objects(item)):
+                brackets, commas = brackets + 1, commas + 1
+            sub = _fields_counts(item)
+            brackets, commas = brackets + sub[0], commas + sub[1]
+    elif isinstance(value, list):
+        for entry in value:
+            if not isinstance(entry, dict):
+                continue
+            key = _go_json(
+                {
+                    k: v
+                    for k, v in entry.items()
+                    if k in _KEY_FIELDS and not isinstance(v, dict | list)
+                }
+            )
+            sub = _fields_counts(entry)
+            brackets += 2 + key.count("{") + key.count("[") + sub[0]
+            commas += 2 + key.count(",") + sub[1]
+    return brackets, commas
+
+
+def _has_objects(items: list[Any]) -> bool:
+    return any(isinstance(item, dict) for item in items)
 
 
 def replica_sync_bytes(job_name: str, template: dict[str, Any]) -> int:

@@ -23,6 +23,13 @@ from app.auth import BearerToken
 from app.budget import ByteBudget
 from app.envelope import BadRequest, JobId, SyncRequest
 from app.jsonlog import CURRENT_JOB, LOGGER
+from app.parsecost import (
+    PARSE_BUDGET,
+    PARSE_COST_PER_CONTAINER,
+    PARSE_COST_PER_VALUE,
+    MiB,
+    parse_cost,
+)
 from app.reconcile import SyncResult, sync_result
 
 log = logging.getLogger(f"{LOGGER}.sync")
@@ -370,39 +377,6 @@ def _parse(body: bytearray) -> Any:
         return orjson.loads(body)
     except orjson.JSONDecodeError as err:
         raise Refused(422, "bad_request", f"request body is not JSON: {err}") from None
-
-
-# What parsing a body may cost, checked before parsing it (check_parse_cost). The budget
-# admits the costliest real sync, the largest job the size rule admits as Metacontroller sends
-# it (578 MiB by parse_cost, 271 MiB parsed), with a tenth to spare; the costliest bodies it
-# admits peak at about 610 MiB of RSS, under the Deployment's 1 GiB (docs/security.md#memory).
-MiB = settings.MiB
-PARSE_BUDGET = 640 * MiB
-PARSE_COST_PER_CONTAINER = 112
-PARSE_COST_PER_VALUE = 264
-
-
-def parse_cost(body: bytes | bytearray) -> int:
-    """An upper estimate of the memory, in bytes, that parsing `body` takes at its peak.
-
-    JSON costs memory by its values, not its bytes: `{}` is 2 bytes of text and about 100 of
-    Python objects, so a body at the 64 MiB limit could take 2 GiB. Every object and list
-    opens with a `{` or a `[`, and every value in one after its first (a key with its value,
-    in an object) follows a `,`. So with C the count of `{` and `[` and V the count of `,`:
-
-        cost = PARSE_COST_PER_CONTAINER * C + PARSE_COST_PER_VALUE * V + len(body)
-
-    a container with its first value costing at most PARSE_COST_PER_CONTAINER bytes besides
-    its text, each further value PARSE_COST_PER_VALUE (a list's pointer or an object's slot,
-    a key and a value string of their own, the parser's transient vectors and table
-    resizes), and strings their length. The coefficients are the smallest that cover, with a
-    tenth to spare, the peak resident memory measured for the costliest shapes of JSON
-    (distinct keys with distinct string values bind; docs/security.md#memory). Structure
-    inside strings counts too, so the estimate errs high for a string holding JSON (the
-    last-applied annotation). Three `bytes.count` passes: about 0.12 s for 64 MiB."""
-    containers = body.count(b"{") + body.count(b"[")
-    values = body.count(b",")
-    return PARSE_COST_PER_CONTAINER * containers + PARSE_COST_PER_VALUE * values + len(body)
 
 
 def check_parse_cost(body: bytes | bytearray) -> None:

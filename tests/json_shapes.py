@@ -1,11 +1,11 @@
 """JSON that costs the most memory per byte once parsed, as the `related` field of a valid sync
-request (a field the hook ignores), sized to a number of bytes or to app.web.PARSE_BUDGET."""
+request (a field the hook ignores), sized to a number of bytes or to app.parsecost.PARSE_BUDGET."""
 
 from collections.abc import Callable
 
 import orjson
 
-from app import web
+from app import parsecost
 from tests import support as s
 
 NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
@@ -45,11 +45,11 @@ def most_admitted(shape: str) -> bytes:
     """The largest request of `shape` whose parse_cost is within PARSE_BUDGET."""
     make = SHAPES[shape]
     low, high = 1, 2
-    while web.parse_cost(request_with(make(high))) <= web.PARSE_BUDGET:
+    while parsecost.parse_cost(request_with(make(high))) <= parsecost.PARSE_BUDGET:
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2
-        if web.parse_cost(request_with(make(middle))) <= web.PARSE_BUDGET:
+        if parsecost.parse_cost(request_with(make(middle))) <= parsecost.PARSE_BUDGET:
             low = middle
         else:
             high = middle

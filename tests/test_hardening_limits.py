@@ -12,7 +12,7 @@ import anyio
 import orjson
 import pytest
 
-from app import web
+from app import parsecost, web
 from app.jsonlog import CURRENT_JOB, JsonFormatter
 from app.settings import Settings
 from tests import json_shapes
@@ -125,18 +125,18 @@ def test_a_body_past_the_parse_budget_is_refused_before_parsing() -> None:
     and it is refused with 413 naming the budget (docs/security.md#memory)."""
     admitted = json_shapes.most_admitted("tiny-objects")
     one_more = admitted.replace(b'"junk":[', b'"junk":[{},', 1)
-    assert web.parse_cost(admitted) <= web.PARSE_BUDGET < web.parse_cost(one_more)
+    assert parsecost.parse_cost(admitted) <= parsecost.PARSE_BUDGET < parsecost.parse_cost(one_more)
     with asgi_client(_app()) as client:
         assert client.post("/sync", content=admitted).status_code == 200
         reply = client.post("/sync", content=one_more)
     assert reply.status_code == 413
-    assert "more than the hook's parse budget of 640 MiB" in reply.json()["detail"]
+    assert "more than the hook's parse budget of 480 MiB" in reply.json()["detail"]
 
 
 def test_a_body_too_short_to_reach_the_parse_budget_is_not_counted() -> None:
-    most_per_byte = max(web.PARSE_COST_PER_CONTAINER, web.PARSE_COST_PER_VALUE) + 1
-    longest = web.PARSE_BUDGET // most_per_byte
-    assert web.parse_cost(b"," * longest) <= web.PARSE_BUDGET
+    most_per_byte = max(parsecost.PARSE_COST_PER_CONTAINER, parsecost.PARSE_COST_PER_VALUE) + 1
+    longest = parsecost.PARSE_BUDGET // most_per_byte
+    assert parsecost.parse_cost(b"," * longest) <= parsecost.PARSE_BUDGET
     with pytest.raises(web.Refused, match="parse budget"):
         web.check_parse_cost(b"," * (longest + 1))
 

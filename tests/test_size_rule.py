@@ -1,5 +1,5 @@
 """The size rule (app/validation.py): MX_CONFIG fits a process's environment, a sync fits the
-body limit; the CRD's CEL form agrees with the hook."""
+body limit and the parse budget; the CRD's CEL form agrees with the hook."""
 
 import json
 import subprocess
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app import builders, validation
+from app import builders, parsecost, validation
 from app.defaults import SpecError, normalise
 from app.settings import Settings
 from tests import support as s
@@ -18,6 +18,7 @@ from tests.crd_admission import CRD_FILE, cel_errors
 from tests.size_shapes import template
 
 MakeSpec = Callable[[int], dict[str, Any]]
+MiB = 1024 * 1024
 CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
 CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request"
 
@@ -69,34 +70,91 @@ def largest(name: str, make: MakeSpec) -> int:
 
 # (job name, shape, the most replicas admitted), by the part of the rule that binds.
 BY_MX_CONFIG = [
-    pytest.param("a", train(), 3680, id="one-letter-name"),
     pytest.param("mnist", train(), 3311, id="five-letter-name"),
     pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
     pytest.param("a" * 51, train(), 1538, id="longest-name"),
     pytest.param("tune", tune, 3000, id="tune-job"),
 ]
-SHAPES = [
-    *BY_MX_CONFIG,
-    # The cap, just under the 4,001 replicas whose MX_CONFIG would still fit.
-    pytest.param("a", train(port=1), validation.MAX_REPLICAS, id="one-letter-name-port-1"),
-    # The sync request's bytes.
+# The sync request's bytes.
+BY_BYTES = [
     pytest.param("a", train(env_bytes=20_000), 1005, id="20-kb-template"),
-    pytest.param("a", train(sidecars=3), 3026, id="three-sidecars"),
-    # Many small list entries: each costs most in managedFields and the escaped copy.
-    pytest.param("a", train(shape="730-env-entries"), 480, id="730-env-entries"),
-    pytest.param("a", train(shape="400-ports"), 291, id="400-ports"),
-    pytest.param("a", train(shape="400-volume-mounts"), 653, id="400-volume-mounts"),
-    pytest.param("a", train(shape="400-labels"), 1998, id="400-labels"),
-    pytest.param("a", train(shape="1000-args"), 1694, id="1000-args"),
 ]
+# The sync request's parse cost: many small values (list entries, map keys, the fields of
+# managedFields) cost more to parse than their bytes say.
+BY_PARSE_COST = [
+    pytest.param("a", train(), 3443, id="one-letter-name"),
+    pytest.param("a", train(port=1), 3195, id="one-letter-name-port-1"),
+    pytest.param("a", train(sidecars=3), 2043, id="three-sidecars"),
+    pytest.param("a", train(shape="730-env-entries"), 188, id="730-env-entries"),
+    pytest.param("a", train(shape="400-ports"), 134, id="400-ports"),
+    pytest.param("a", train(shape="400-volume-mounts"), 300, id="400-volume-mounts"),
+    pytest.param("a", train(shape="400-labels"), 869, id="400-labels"),
+    pytest.param("a", train(shape="1000-args"), 651, id="1000-args"),
+]
+SHAPES = [*BY_MX_CONFIG, *BY_BYTES, *BY_PARSE_COST]
+REFUSALS = {
+    "MX_CONFIG would be": BY_MX_CONFIG,
+    "would carry about": BY_BYTES,
+    "to parse, more than": BY_PARSE_COST,
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "most", "refusal"),
+    [
+        pytest.param(*p.values, refusal, id=p.id)
+        for refusal, shapes in REFUSALS.items()
+        for p in shapes
+    ],
+)
+def test_the_largest_admitted_job(name: str, make: MakeSpec, most: int, refusal: str) -> None:
+    """The most replicas admitted, and the part of the rule that refuses one more."""
+    assert largest(name, make) == most
+    with pytest.raises(SpecError, match=f"the size rule: .*{refusal}"):
+        validation.validated_spec(name, make(most + 1))
 
 
 @pytest.mark.parametrize(("name", "make", "most"), SHAPES)
-def test_the_largest_admitted_job(name: str, make: MakeSpec, most: int) -> None:
-    assert largest(name, make) == most
-    refusal = "the size rule" if most < validation.MAX_REPLICAS else "replicas in all, at most"
-    with pytest.raises(SpecError, match=refusal):
-        validation.validated_spec(name, make(most + 1))
+def test_every_admitted_sync_is_well_within_the_parse_budget(
+    name: str, make: MakeSpec, most: int
+) -> None:
+    """The estimate of the largest admitted job's sync request, bytes and parse cost: both
+    within their bounds, the parse cost an eighth under the hook's parse budget."""
+    spec = validation.MXJobSpec.model_validate(normalise(make(most)))
+    cost = validation.sync_request_parse_cost(name, spec)
+    print(
+        f"\n{name}/{most}: request {validation.sync_request_bytes(name, spec) / MiB:.1f} MiB, "
+        f"parse cost {cost / MiB:.0f} MiB"
+    )
+    assert validation.sync_request_bytes(name, spec) <= validation.MAX_SYNC_BYTES
+    assert cost <= validation.MAX_SYNC_PARSE_COST
+
+
+def test_the_size_rule_keeps_an_eighth_of_the_hooks_parse_budget() -> None:
+    assert validation.PARSE_BUDGET is parsecost.PARSE_BUDGET
+    assert validation.MAX_SYNC_PARSE_COST == parsecost.PARSE_BUDGET * 7 // 8
+
+
+# The largest jobs admitted before the size rule bounded the parse cost, whose sync
+# requests as Metacontroller sends them measured over the parse budget then, 640 MiB
+# (tests/apiserver/test_worst_case.py, dynamic-apply): refused by the hook with 413 on every
+# sync. Each is now refused by validation.
+ADMITTED_BEFORE = [
+    pytest.param(train(shape="730-env-entries"), 480, 977, id="730-env-entries"),
+    pytest.param(train(shape="400-ports"), 291, 863, id="400-ports"),
+    pytest.param(train(shape="400-volume-mounts"), 653, 769, id="400-volume-mounts"),
+]
+
+
+@pytest.mark.parametrize(("make", "replicas", "measured_mib"), ADMITTED_BEFORE)
+def test_a_job_whose_sync_the_hook_would_refuse_is_refused(
+    make: MakeSpec, replicas: int, measured_mib: int
+) -> None:
+    spec = validation.MXJobSpec.model_validate(normalise(make(replicas)))
+    assert validation.sync_request_bytes("a", spec) <= validation.MAX_SYNC_BYTES
+    assert validation.sync_request_parse_cost("a", spec) >= measured_mib * MiB
+    with pytest.raises(SpecError, match=r"the size rule: .* to parse, more than 420 MiB"):
+        validation.validated_spec("a", make(replicas))
 
 
 @pytest.mark.parametrize(("name", "make", "most"), SHAPES)
@@ -191,6 +249,20 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
     assert _cel_refuses(name, make(beyond))
 
 
+def test_parse_cost_message_names_the_rule_and_the_figures() -> None:
+    make = train(shape="730-env-entries")
+    with pytest.raises(SpecError) as refused:
+        validation.validated_spec("a", make(189))
+    cost = validation.sync_request_parse_cost(
+        "a", validation.MXJobSpec.model_validate(normalise(make(189)))
+    )
+    assert str(refused.value) == (
+        "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
+        f"job would take about {cost // MiB} MiB to parse, more than 420 MiB; use fewer "
+        "replicas or pod templates of fewer values (list entries, map keys)"
+    )
+
+
 def test_size_message_names_the_rule_and_the_figures() -> None:
     with pytest.raises(SpecError) as refused:
         validation.validated_spec("a", train(env_bytes=20_000)(1006))
@@ -224,3 +296,22 @@ MEASURED_DYNAMIC_APPLY = {
 @pytest.mark.parametrize(("shape", "measured"), MEASURED_DYNAMIC_APPLY.items())
 def test_the_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
     assert validation.replica_sync_bytes("a", template(shape)) >= measured
+
+
+# The same replicas' parse_cost (app/parsecost.py), measured by the same test the same day;
+# without the last-applied copies (server-side apply) each is smaller, 61,942 the smallest.
+MEASURED_PARSE_COST = {
+    "smallest": 89_513,
+    "730-env-entries": 2_099_933,
+    "20-kb-value": 132_262,
+    "400-ports": 3_076_713,
+    "400-volume-mounts": 1_204_490,
+    "1000-args": 637_925,
+    "400-labels": 466_313,
+    "three-sidecars": 167_150,
+}
+
+
+@pytest.mark.parametrize(("shape", "measured"), MEASURED_PARSE_COST.items())
+def test_the_parse_cost_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
+    assert validation.replica_parse_cost("a", template(shape)) >= measured

@@ -71,7 +71,8 @@ def as_written(
     """A child of the hook's answer as Metacontroller writes it for `parent`: without what the
     server writes (status, uid, resourceVersion, ...), in the parent's namespace, with the parent
     as controlling owner and the `controller-uid` label of generateSelector; with `last_applied`,
-    also the annotation in which Metacontroller's apply keeps what it applied."""
+    also the annotation in which Metacontroller's apply keeps what it applied, compact JSON as Go
+    writes it."""
     out = copy.deepcopy(child)
     out.pop("status", None)
     meta = out["metadata"]
@@ -81,7 +82,9 @@ def as_written(
     meta["labels"] = meta.get("labels", {}) | {CONTROLLER_UID: parent["metadata"]["uid"]}
     meta["ownerReferences"] = [owner_reference(parent)]
     if last_applied:
-        meta["annotations"] = meta.get("annotations", {}) | {LAST_APPLIED: json.dumps(out)}
+        meta["annotations"] = meta.get("annotations", {}) | {
+            LAST_APPLIED: json.dumps(out, separators=(",", ":"))
+        }
     return out
 
 

@@ -2,7 +2,8 @@
 the real Metacontroller sends for it, under its default apply strategy and as shipped
 (server-side apply): a small job of each template shape runs on the real API server, and a
 running replica's pod and Service, as the API server returns them with managedFields (what
-Metacontroller's informers hold and send), must be at most the estimate. What a shape's
+Metacontroller's informers hold and send), must be at most the estimate, in bytes
+(`replica_sync_bytes`) and in parse cost (`replica_parse_cost`). What a shape's
 template costs beyond the smallest one's, measured and estimated, is printed: the figures in
 docs/reliability.md."""
 
@@ -11,7 +12,7 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from app import validation
+from app import parsecost, validation
 from localcluster.rest import Rest
 from tests import support as s
 from tests.size_shapes import SHAPES, template
@@ -22,20 +23,20 @@ from .scenario import run_job
 NAME = "a"
 
 
-def _worker_bytes(real_stack: RealStack, rest: Rest, namespace: str, name: str, shape: str) -> int:
+def _worker(real_stack: RealStack, rest: Rest, namespace: str, name: str, shape: str) -> bytes:
     """Run job `name`, its replicas of `shape`'s template, and return a running Worker's pod
     and Service as Metacontroller's informers hold them, with their keys in the request's
-    children maps."""
+    children maps, as JSON."""
     spec = s.train_spec(servers=0, workers=2)
     for replica in spec["mxReplicaSpecs"].values():
         replica["template"] = template(shape)
     job = s.mxjob(spec, name)
     job["metadata"] = {"name": name, "namespace": namespace}
     run_job(real_stack.apiserver, rest, namespace, job)
-    total = 0
+    total = b""
     for kind in ("pods", "services"):
         child = rest.get(f"/api/v1/namespaces/{namespace}/{kind}/{name}-worker-0")
-        total += len(orjson.dumps(child)) + len(f'"{namespace}/{name}-worker-0":,')
+        total += orjson.dumps(child) + f'"{namespace}/{name}-worker-0":,'.encode()
     return total
 
 
@@ -50,8 +51,9 @@ def test_the_estimate_bounds_a_replica_as_metacontroller_sends_it(
     """Two jobs of one-letter names, one of the smallest template and one of `shape`'s: the
     shape's template costs what the estimate says beyond the smallest's, or less, and its
     replica as a whole is under the estimate."""
-    smallest = _worker_bytes(real_stack, rest, namespace, "b", "smallest")
-    measured = _worker_bytes(real_stack, rest, namespace, NAME, shape)
+    smallest_json = _worker(real_stack, rest, namespace, "b", "smallest")
+    measured_json = _worker(real_stack, rest, namespace, NAME, shape)
+    smallest, measured = len(smallest_json), len(measured_json)
     over, estimate = (validation.replica_sync_bytes(NAME, template(t)) for t in ("smallest", shape))
 
     strategy = "server-side apply" if real_stack.shipped else "dynamic-apply"
@@ -62,3 +64,12 @@ def test_the_estimate_bounds_a_replica_as_metacontroller_sends_it(
     )
     assert measured - smallest <= estimate - over
     assert measured <= estimate
+
+    for sample, sent in (("smallest", smallest_json), (shape, measured_json)):
+        cost = parsecost.parse_cost(sent)
+        cost_estimate = validation.replica_parse_cost(NAME, template(sample))
+        figure(
+            f"{strategy}, {sample}: parse cost measured {cost:,}, estimate {cost_estimate:,} "
+            f"({cost_estimate / cost:.2f}x)"
+        )
+        assert cost <= cost_estimate
