@@ -1,13 +1,18 @@
 """Pod templates of many shapes for the size rule's tests (tests/test_size_rule.py, and
 tests/apiserver/test_size_estimate.py and test_worst_case.py on the real API server): the
-smallest, one large value, and many small list entries or map keys, the costliest per byte."""
+smallest, one large value, and many small list entries or map keys, the costliest per byte;
+train jobs of those templates, and the most replicas the rule admits for each (LARGEST, which
+tests/test_size_rule.py checks and test_worst_case.py syncs)."""
 
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from tests import support as s
 
 Shape = Callable[[dict[str, Any]], None]
+MakeSpec = Callable[[int], dict[str, Any]]
 
 
 def _env(container: dict[str, Any]) -> None:
@@ -53,3 +58,58 @@ ADDED: dict[str, Shape] = {
     "1000-args": _args,
 }
 SHAPES = ["smallest", *ADDED, "400-labels", "three-sidecars"]
+
+
+def train(
+    port: int | None = None, env_bytes: int = 0, sidecars: int = 0, shape: str = ""
+) -> MakeSpec:
+    """A train job of n replicas: one scheduler, a tenth servers, the rest workers; their
+    template has the port `port`, a value of `env_bytes`, `sidecars` more containers, or is
+    one of the shapes above."""
+
+    def make(n: int) -> dict[str, Any]:
+        spec = s.train_spec(servers=n // 10, workers=n - 1 - n // 10)
+        for replica in spec["mxReplicaSpecs"].values():
+            if shape:
+                replica["template"] = template(shape)
+            containers = replica["template"]["spec"]["containers"]
+            if port is not None:
+                containers[0]["ports"] = [{"name": "mxjob-port", "containerPort": port}]
+            if env_bytes:
+                containers[0]["env"] = [{"name": "BIG", "value": "x" * env_bytes}]
+            containers += [{"name": f"side-{i}", "image": "busybox"} for i in range(sidecars)]
+        return spec
+
+    return make
+
+
+def tune(n: int) -> dict[str, Any]:
+    server = s.replica(n - 2) | {"label": "rtx-é"}
+    specs = {"TunerTracker": s.replica(1), "TunerServer": server, "Tuner": s.replica(1)}
+    return {"jobMode": "MXTune", "mxReplicaSpecs": specs}
+
+
+# (job name, shape, the most replicas admitted), by the part of the rule that binds.
+BY_MX_CONFIG = [
+    pytest.param("mnist", train(), 3311, id="five-letter-name"),
+    pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
+    pytest.param("a" * 51, train(), 1538, id="longest-name"),
+    pytest.param("tune", tune, 3000, id="tune-job"),
+]
+# The sync request's bytes.
+BY_BYTES = [
+    pytest.param("a", train(env_bytes=20_000), 1005, id="20-kb-template"),
+]
+# The sync request's parse cost: many small values (list entries, map keys, the fields of
+# managedFields) cost more to parse than their bytes say.
+BY_PARSE_COST = [
+    pytest.param("a", train(), 3443, id="one-letter-name"),
+    pytest.param("a", train(port=1), 3195, id="one-letter-name-port-1"),
+    pytest.param("a", train(sidecars=3), 2043, id="three-sidecars"),
+    pytest.param("a", train(shape="730-env-entries"), 188, id="730-env-entries"),
+    pytest.param("a", train(shape="400-ports"), 134, id="400-ports"),
+    pytest.param("a", train(shape="400-volume-mounts"), 300, id="400-volume-mounts"),
+    pytest.param("a", train(shape="400-labels"), 869, id="400-labels"),
+    pytest.param("a", train(shape="1000-args"), 651, id="1000-args"),
+]
+LARGEST = [*BY_MX_CONFIG, *BY_BYTES, *BY_PARSE_COST]

@@ -3,7 +3,6 @@ body limit and the parse budget; the CRD's CEL form agrees with the hook."""
 
 import json
 import subprocess
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -15,40 +14,19 @@ from app.settings import Settings
 from tests import support as s
 from tests.cel_size_rule import rule, sync_rule
 from tests.crd_admission import CRD_FILE, cel_errors
-from tests.size_shapes import template
+from tests.size_shapes import (
+    BY_BYTES,
+    BY_MX_CONFIG,
+    BY_PARSE_COST,
+    LARGEST,
+    MakeSpec,
+    template,
+    train,
+)
 
-MakeSpec = Callable[[int], dict[str, Any]]
 MiB = 1024 * 1024
 CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
 CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request"
-
-
-def train(
-    port: int | None = None, env_bytes: int = 0, sidecars: int = 0, shape: str = ""
-) -> MakeSpec:
-    """A train job of n replicas: one scheduler, a tenth servers, the rest workers; `shape`
-    one of the list-heavy templates of tests/size_shapes.py."""
-
-    def make(n: int) -> dict[str, Any]:
-        spec = s.train_spec(servers=n // 10, workers=n - 1 - n // 10)
-        for replica in spec["mxReplicaSpecs"].values():
-            if shape:
-                replica["template"] = template(shape)
-            containers = replica["template"]["spec"]["containers"]
-            if port is not None:
-                containers[0]["ports"] = [{"name": "mxjob-port", "containerPort": port}]
-            if env_bytes:
-                containers[0]["env"] = [{"name": "BIG", "value": "x" * env_bytes}]
-            containers += [{"name": f"side-{i}", "image": "busybox"} for i in range(sidecars)]
-        return spec
-
-    return make
-
-
-def tune(n: int) -> dict[str, Any]:
-    server = s.replica(n - 2) | {"label": "rtx-é"}
-    specs = {"TunerTracker": s.replica(1), "TunerServer": server, "Tuner": s.replica(1)}
-    return {"jobMode": "MXTune", "mxReplicaSpecs": specs}
 
 
 def admitted(name: str, spec: dict[str, Any]) -> bool:
@@ -68,30 +46,6 @@ def largest(name: str, make: MakeSpec) -> int:
     return low
 
 
-# (job name, shape, the most replicas admitted), by the part of the rule that binds.
-BY_MX_CONFIG = [
-    pytest.param("mnist", train(), 3311, id="five-letter-name"),
-    pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
-    pytest.param("a" * 51, train(), 1538, id="longest-name"),
-    pytest.param("tune", tune, 3000, id="tune-job"),
-]
-# The sync request's bytes.
-BY_BYTES = [
-    pytest.param("a", train(env_bytes=20_000), 1005, id="20-kb-template"),
-]
-# The sync request's parse cost: many small values (list entries, map keys, the fields of
-# managedFields) cost more to parse than their bytes say.
-BY_PARSE_COST = [
-    pytest.param("a", train(), 3443, id="one-letter-name"),
-    pytest.param("a", train(port=1), 3195, id="one-letter-name-port-1"),
-    pytest.param("a", train(sidecars=3), 2043, id="three-sidecars"),
-    pytest.param("a", train(shape="730-env-entries"), 188, id="730-env-entries"),
-    pytest.param("a", train(shape="400-ports"), 134, id="400-ports"),
-    pytest.param("a", train(shape="400-volume-mounts"), 300, id="400-volume-mounts"),
-    pytest.param("a", train(shape="400-labels"), 869, id="400-labels"),
-    pytest.param("a", train(shape="1000-args"), 651, id="1000-args"),
-]
-SHAPES = [*BY_MX_CONFIG, *BY_BYTES, *BY_PARSE_COST]
 REFUSALS = {
     "MX_CONFIG would be": BY_MX_CONFIG,
     "would carry about": BY_BYTES,
@@ -114,7 +68,7 @@ def test_the_largest_admitted_job(name: str, make: MakeSpec, most: int, refusal:
         validation.validated_spec(name, make(most + 1))
 
 
-@pytest.mark.parametrize(("name", "make", "most"), SHAPES)
+@pytest.mark.parametrize(("name", "make", "most"), LARGEST)
 def test_every_admitted_sync_is_well_within_the_parse_budget(
     name: str, make: MakeSpec, most: int
 ) -> None:
@@ -157,7 +111,7 @@ def test_a_job_whose_sync_the_hook_would_refuse_is_refused(
         validation.validated_spec("a", make(replicas))
 
 
-@pytest.mark.parametrize(("name", "make", "most"), SHAPES)
+@pytest.mark.parametrize(("name", "make", "most"), LARGEST)
 def test_mx_config_bytes_is_the_longest_mx_config(name: str, make: MakeSpec, most: int) -> None:
     for n in (3, 11, most):
         spec = (
@@ -207,7 +161,7 @@ def test_the_crd_holds_the_generated_cel_rules() -> None:
     assert {rule(), sync_rule()} <= {r["rule"] for r in root["x-kubernetes-validations"]}
 
 
-@pytest.mark.parametrize(("name", "make", "most"), SHAPES)
+@pytest.mark.parametrize(("name", "make", "most"), LARGEST)
 def test_cel_admits_the_largest_job_the_hook_admits(name: str, make: MakeSpec, most: int) -> None:
     assert cel_errors(s.mxjob(make(most), name)) == []
 

@@ -11,7 +11,7 @@ import copy
 import json
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,49 +27,21 @@ from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
 from tests import support as s
-from tests.size_shapes import template
+from tests.size_shapes import LARGEST, MakeSpec, train
 
 from .resources import kind_key
 from .worst_case import create_parent, observed_everything, sample_children
 
-MakeSpec = Callable[[int], dict[str, Any]]
 # The hook's promise (docs/security.md#memory), half the Deployment's 1 GiB memory limit
 # (manifests/base/deployment.yaml); the rest of the limit is for the connections' buffers.
 PEAK_RSS_MIB = 512
 MiB = 1024 * 1024
 
 
-def train(env_bytes: int = 0, sidecars: int = 0, shape: str = "") -> MakeSpec:
-    """A train job of n replicas: one scheduler, a tenth servers, the rest workers; their
-    template has a value of `env_bytes`, `sidecars` more containers, or is one of
-    tests/size_shapes.py's list-heavy shapes."""
-
-    def make(n: int) -> dict[str, Any]:
-        spec = s.train_spec(servers=n // 10, workers=n - 1 - n // 10)
-        for replica in spec["mxReplicaSpecs"].values():
-            if shape:
-                replica["template"] = template(shape)
-            containers = replica["template"]["spec"]["containers"]
-            if env_bytes:
-                containers[0]["env"] = [{"name": "BIG", "value": "x" * env_bytes}]
-            containers += [{"name": f"side-{i}", "image": "busybox"} for i in range(sidecars)]
-        return spec
-
-    return make
-
-
-# The most replicas admitted for each (tests/test_size_rule.py finds them the same way).
-WORST = [
-    pytest.param("a", train(), 3443, id="most-replicas"),
-    pytest.param("a" * 32, train(), 1975, id="32-letter-name"),
-    pytest.param("a", train(env_bytes=20_000), 1005, id="20-kb-template"),
-    pytest.param("a", train(sidecars=3), 2043, id="three-sidecars"),
-    pytest.param("a", train(shape="730-env-entries"), 188, id="730-env-entries"),
-    pytest.param("a", train(shape="400-ports"), 134, id="400-ports"),
-    pytest.param("a", train(shape="400-volume-mounts"), 300, id="400-volume-mounts"),
-    pytest.param("a", train(shape="400-labels"), 869, id="400-labels"),
-    pytest.param("a", train(shape="1000-args"), 651, id="1000-args"),
-]
+# The largest admitted job of each shape (tests/size_shapes.py; tests/test_size_rule.py checks
+# each is the largest), but those whose request is smaller than another's of the same kind.
+SMALLER = {"five-letter-name", "longest-name", "tune-job", "one-letter-name-port-1"}
+WORST = [p for p in LARGEST if p.id not in SMALLER]
 
 
 @pytest.fixture
