@@ -269,3 +269,32 @@ MEASURED_PARSE_COST = {
 @pytest.mark.parametrize(("shape", "measured"), MEASURED_PARSE_COST.items())
 def test_the_parse_cost_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
     assert validation.replica_parse_cost("a", template(shape)) >= measured
+
+
+def test_remembered_estimates_are_the_estimates_and_stay_bounded() -> None:
+    """A job is validated at every sync: its templates' estimates are remembered, keyed by
+    their JSON and the name's length, so a changed template or name is estimated anew, a
+    template orjson cannot write is estimated every time, and the memory stays bounded."""
+    validation._ESTIMATES.clear()
+    shapes = [template(shape) for shape in ("smallest", "730-env-entries", "three-sidecars")]
+    for shaped in shapes:
+        for name in ("a", "a" * 32):
+            direct = validation.replica_sync_bytes(name, shaped)
+            assert validation._replica_estimates(name, shaped) == (
+                direct,
+                validation.replica_parse_cost(name, shaped),
+            )
+            assert validation._replica_estimates(name, shaped) == (
+                direct,
+                validation.replica_parse_cost(name, shaped, direct),
+            )
+    assert len(validation._ESTIMATES) == 6
+    huge = template("smallest")
+    huge["metadata"] = {"annotations": {"n": "1"}, "x": 2**70}
+    assert validation._replica_estimates("a", huge)[0] == validation.replica_sync_bytes("a", huge)
+    assert len(validation._ESTIMATES) == 6
+    for i in range(validation._ESTIMATES_MOST * 2):
+        varied = template("smallest")
+        varied["metadata"] = {"labels": {"i": str(i)}}
+        validation._replica_estimates("a", varied)
+    assert len(validation._ESTIMATES) <= validation._ESTIMATES_MOST
