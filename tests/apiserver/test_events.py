@@ -216,7 +216,10 @@ def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl
         # transition again, and that second Event is deleted a sync later.
         assert wait_for(lambda: job.reasons() == ["MXJobCreated"], "the Created Event", 30)
         kubelet = Kubelet(rest, job.namespace)
-        kubelet.run()
+        # The Created Event is a child like the pod, and Metacontroller may write it first.
+        worker = f"{job.name}-worker-0"
+        wait_for(lambda: worker in kubelet.phases(), "the Worker's pod", 30)
+        kubelet.run(worker)
         story = ["MXJobCreated", "MXJobRunning"]
         assert wait_for(lambda: job.reasons() == story, "the Running Event", 30)
         settle(job)
