@@ -107,12 +107,22 @@ def build_overlay(overlay: str) -> str:
             ]
             (local / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
             source = local
-        result = subprocess.run(
-            [kubectl(), "kustomize", str(source)],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
+        return built(source)
+
+
+def built(folder: Path) -> str:
+    """`kubectl kustomize` of `folder` (YAML text); a failure shows kubectl's error."""
+    result = subprocess.run(
+        [kubectl(), "kustomize", str(folder)],
+        capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return result.stdout
+
+
+def documents(folder: Path) -> list[dict[str, Any]]:
+    """The objects `kubectl kustomize` of `folder` prints."""
+    return [d for d in yaml.safe_load_all(built(folder)) if d]
 
 
 def is_metacontroller(document: dict[str, Any]) -> bool:

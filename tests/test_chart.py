@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from app import __version__
-from tests.kustomize import kubectl, with_components
+from tests.kustomize import documents, with_components
 
 # Each case renders the chart with the real helm: about a second each.
 pytestmark = pytest.mark.slow
@@ -52,9 +52,9 @@ def template(helm: Callable[..., Any], namespace: str, *values: str) -> Objects:
     return keyed(yaml.safe_load_all(done.stdout))
 
 
-def keyed(documents: Any) -> Objects:
+def keyed(items: Any) -> Objects:
     objects: Objects = {}
-    for document in documents:
+    for document in items:
         if document:
             key = (document["kind"], document["metadata"]["name"])
             assert key not in objects, f"{key} twice"
@@ -67,9 +67,8 @@ def kustomize(tmp_path: Path, overlay: str, *components: str) -> Objects:
     target = REPO / "manifests" / "overlays" / overlay
     if components:
         target = with_components(tmp_path / "wrapper", overlay, *components)
-    done = run([kubectl(), "kustomize", str(target)])
     # Helm installs into an existing namespace (--create-namespace), it never owns one.
-    return {k: v for k, v in keyed(yaml.safe_load_all(done.stdout)).items() if k[0] != "Namespace"}
+    return {k: v for k, v in keyed(documents(target)).items() if k[0] != "Namespace"}
 
 
 def without_helm_metadata(obj: dict[str, Any]) -> dict[str, Any]:

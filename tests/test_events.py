@@ -1,7 +1,6 @@
 """The job's Events (app/events.py) and the sync answers that carry them."""
 
 import os
-import subprocess
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ import yaml
 from app.envelope import ObjectMeta
 from app.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, story
 from app.reconcile import sync
-from tests.kustomize import kubectl
+from tests.kustomize import documents
 from tests.support import NOW, UID, mxjob, request, train_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -241,13 +240,7 @@ def test_the_component_declares_events_children(tmp_path: Path) -> None:
     (tmp_path / "kustomization.yaml").write_text(
         yaml.safe_dump({"resources": [overlay], "components": [component]})
     )
-    built = subprocess.run(
-        [kubectl(), "kustomize", str(tmp_path)], capture_output=True, text=True, timeout=60
-    )
-    assert built.returncode == 0, built.stderr
-    (controller,) = (
-        d for d in yaml.safe_load_all(built.stdout) if d["kind"] == "CompositeController"
-    )
+    (controller,) = (d for d in documents(tmp_path) if d["kind"] == "CompositeController")
     shipped = yaml.safe_load((REPO / "metacontroller" / "compositecontroller.yaml").read_text())
     assert controller["spec"]["childResources"] == [
         *shipped["spec"]["childResources"],

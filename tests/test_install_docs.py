@@ -5,15 +5,13 @@ namespace its objects go to is created by the same build, but Kubeflow's `kubefl
 kubeflow overlay expects to exist."""
 
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from app import __version__
-from tests.kustomize import kubectl
+from tests.kustomize import documents
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = ["docs/install.md", "README.md"]
@@ -45,11 +43,7 @@ def build(tmp_path: Path, block: str) -> list[dict[str, Any]]:
     folder.mkdir()
     (tmp_path / "manifests").symlink_to(REPO / "manifests")
     (folder / "kustomization.yaml").write_text(block)
-    done = subprocess.run(
-        [kubectl(), "kustomize", str(folder)], capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
+    return documents(folder)
 
 
 @pytest.mark.parametrize("block", kustomizations())

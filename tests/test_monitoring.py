@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from app import metrics
-from tests.kustomize import kubectl
+from tests.kustomize import documents
 from tests.test_manifests import HOOK_LABELS, build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,15 +149,7 @@ def kustomize(tmp_path: Path, *components: str) -> tuple[dict[str, Any], ...]:
             }
         )
     )
-    done = subprocess.run(
-        [kubectl(), "kustomize", str(overlay)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return tuple(yaml.safe_load_all(done.stdout))
+    return tuple(documents(overlay))
 
 
 def test_monitoring_component_scrapes_the_hook_pods(tmp_path: Path) -> None:

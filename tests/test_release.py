@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app import __version__
 from localcluster.ports import free_port
 from tests.hardening import serving
-from tests.kustomize import kubectl
+from tests.kustomize import documents
 from tests.test_manifests import IMAGE, LAYOUT, build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -382,12 +382,7 @@ def test_install_docs_own_image_overlay(tmp_path: Path) -> None:
     manifests.symlink_to(REPO / "manifests")
     (tmp_path / "my-install").mkdir()
     (tmp_path / "my-install" / "kustomization.yaml").write_text(block)
-    done = subprocess.run(
-        [kubectl(), "kustomize", str(tmp_path / "my-install")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    objects = {d["kind"]: d for d in yaml.safe_load_all(done.stdout)}
+    objects = {d["kind"]: d for d in documents(tmp_path / "my-install")}
     (container,) = objects["Deployment"]["spec"]["template"]["spec"]["containers"]
     assert container["image"] == f"registry.example.com/ml/mxjob-controller:{__version__}"
     assert objects["ServiceAccount"]["imagePullSecrets"] == [{"name": "my-registry"}]

@@ -16,7 +16,7 @@ from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import metacontroller_crds
 from localcluster.waiting import wait_for
-from tests.kustomize import kubectl, with_components
+from tests.kustomize import documents, with_components
 
 from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
 from .documented import authorization
@@ -41,13 +41,6 @@ def dry_run(server: ApiServer, documents: list[dict[str, Any]]) -> subprocess.Co
         "--field-manager=mxjob-install-test", "-f", "-",
         input=yaml.safe_dump_all(documents, sort_keys=False), check=False,
     )  # fmt: skip
-
-
-def kustomize(*args: str) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [kubectl(), "kustomize", *args], capture_output=True, text=True, timeout=60, check=True
-    )
-    return [d for d in yaml.safe_load_all(done.stdout) if d]
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +72,11 @@ def test_chart_with_every_option_is_accepted(
         ],
         capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
-    documents = [d for d in yaml.safe_load_all(rendered.stdout) if d]
-    done = dry_run(apiserver, documents)
+    objects = [d for d in yaml.safe_load_all(rendered.stdout) if d]
+    done = dry_run(apiserver, objects)
     assert done.returncode == 0, done.stderr
     applied = [line for line in done.stdout.splitlines() if "serverside-applied" in line]
-    assert len(applied) == len(documents) == 10
+    assert len(applied) == len(objects) == 10
 
 
 @pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "volcano", "scheduler-plugins"])
@@ -94,17 +87,17 @@ def test_every_overlay_is_accepted_whole(
     NetworkPolicy, CompositeController, roles), under strict field validation: nothing
     unknown, nothing refused. Its namespace is made first (the kubeflow overlay's is
     Kubeflow's own), as a dry run does not create one for the rest."""
-    documents = kustomize(str(REPO / "manifests" / "overlays" / overlay))
-    namespaces = {d["metadata"]["namespace"] for d in documents if "namespace" in d["metadata"]}
+    objects = documents(REPO / "manifests" / "overlays" / overlay)
+    namespaces = {d["metadata"]["namespace"] for d in objects if "namespace" in d["metadata"]}
     assert len(namespaces) == 1
     for name in namespaces:
         apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    done = dry_run(apiserver, documents)
+    done = dry_run(apiserver, objects)
     assert done.returncode == 0, done.stderr
     assert "Warning" not in done.stderr, done.stderr
     applied = [line for line in done.stdout.splitlines() if "serverside-applied" in line]
-    assert len(applied) == len(documents)
-    kinds = {d["kind"] for d in documents}
+    assert len(applied) == len(objects)
+    kinds = {d["kind"] for d in objects}
     assert {"CustomResourceDefinition", "Deployment", "CompositeController"} <= kinds
 
 
@@ -113,7 +106,7 @@ def test_strict_validation_refuses_the_old_authorization_form(
 ) -> None:
     """docs/security.md once showed `authorization.credentials`; Metacontroller's CRD takes
     `secretRef`, as the page now shows, and the API server says so."""
-    (controller,) = kustomize(str(REPO / "metacontroller"))
+    (controller,) = documents(REPO / "metacontroller")
     webhook = controller["spec"]["hooks"]["sync"]["webhook"]
     documented = authorization()  # the form docs/security.md shows, read from the page
     secret = documented["secretRef"]
@@ -134,14 +127,14 @@ def test_monitoring_components_are_valid_prometheus_operator_objects(
         tmp_path / "overlay", "standalone", "monitoring", "networkpolicy-monitoring"
     )
     wanted = {"ConfigMap", "NetworkPolicy", "PodMonitor", "PrometheusRule"}
-    documents = [d for d in kustomize(str(overlay)) if d["kind"] in wanted]
-    for document in documents:
+    chosen = [d for d in documents(overlay) if d["kind"] in wanted]
+    for document in chosen:
         document["metadata"]["namespace"] = namespace
-    assert sorted(d["kind"] for d in documents) == sorted(wanted)
-    done = dry_run(apiserver, documents)
+    assert sorted(d["kind"] for d in chosen) == sorted(wanted)
+    done = dry_run(apiserver, chosen)
     assert done.returncode == 0, done.stderr
     # The schemas are the real, strict ones: a misspelt field is refused.
-    monitor = next(d for d in documents if d["kind"] == "PodMonitor")
+    monitor = next(d for d in chosen if d["kind"] == "PodMonitor")
     monitor["spec"]["podMetricsEndpoint"] = monitor["spec"].pop("podMetricsEndpoints")
     refused = dry_run(apiserver, [monitor])
     assert refused.returncode == 1
@@ -168,7 +161,7 @@ def kubeflow_roles(
 ) -> Iterator[None]:
     """Kubeflow's aggregated roles and the kubeflow overlay's, filled by the real controller."""
     install_crds(apiserver)
-    overlay = kustomize(str(REPO / "manifests" / "overlays" / "kubeflow"))
+    overlay = documents(REPO / "manifests" / "overlays" / "kubeflow")
     ours = [d for d in overlay if d["kind"] == "ClusterRole"]
     apiserver.apply(*yaml.safe_load_all(KUBEFLOW_ROLES.read_text()), *ours)
     # Nothing fills an aggregated role but the controller: empty until it runs.
