@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster import buildscript
+from localcluster.apiserver import obtain_kubectl
 
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -60,14 +60,8 @@ def needs_metacontroller_source(overlay: str) -> bool:
 def kubectl() -> str:
     """The kubectl scripts/k8s-binaries.sh picks (the machine's of the pinned minor, else built
     once and cached, as for the API-server tier), found once per session."""
-    script = REPO / "scripts" / "k8s-binaries.sh"
     live = lambda line: print(line, file=sys.__stderr__, flush=True)  # noqa: E731 (a cold build)
-    try:
-        paths = buildscript.run(script, ["kubectl"], live, {**os.environ, "PYTHON": sys.executable})
-    except buildscript.BuildScriptError as error:
-        raise RuntimeError(f"no kubectl for kustomize: {error}") from None
-    assert "KUBECTL" in paths, f"{script} kubectl printed no KUBECTL="
-    return str(paths["KUBECTL"])
+    return str(obtain_kubectl(live))
 
 
 def with_components(folder: Path, overlay: str, *components: str) -> Path:
