@@ -162,14 +162,14 @@ def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = N
     status, and the template three times over under Metacontroller's default apply strategy,
     dynamic-apply: in the pod itself (its JSON as Go writes it, `G` bytes), in the
     last-applied annotation (that JSON again as a string, `G` plus a backslash for every
-    quote and backslash in it, `X`), and in managedFields (`M`, see `_fields_bytes`: every
+    quote and backslash in it, `X`), and in managedFields (`M`, see `_fields`: every
     key of every object and the key fields of every entry of a keyed list, the cost of a
     template of many small list entries). Under server-side apply there is no last-applied
     copy: the same estimate bounds that request with `G + X` to spare. The job-wide variables
     live in the job's ConfigMap (one `envFrom` and one required key reference per container).
 
     The template's part follows the encoding (the copies are exact for a template of
-    strings and atomic lists, `_fields_bytes` is from above); checked on the real API server
+    strings and atomic lists, `_fields` is from above); checked on the real API server
     under the real Metacontroller, both strategies (tests/apiserver/test_size_estimate.py):
     what a template of 730 small env entries, one 20 KB value, 400 ports, 400 volume mounts,
     1,000 args, 400 labels or 3 sidecars costs beyond the smallest template measured 89,060,
@@ -201,7 +201,7 @@ def sync_request_parse_cost(job_name: str, spec: MXJobSpec, mx_config: int | Non
     jobs' requests carry them, a running pod's full status), one per further container and
     per port, and the template's own, counted like its bytes: its JSON in the pod and again
     in the last-applied annotation (structure inside a string counts, as parse_cost counts
-    it), and its managedFields, an object per field and per keyed entry (`_fields_counts`).
+    it), and its managedFields, an object per field and per keyed entry (`_fields`).
     Under server-side apply there is no last-applied copy: the same estimate bounds it.
     Checked on the real API server under the real Metacontroller, both strategies
     (tests/apiserver/test_size_estimate.py), and against the largest admitted jobs'
@@ -241,63 +241,89 @@ def _replica_estimates(job_name: str, template: dict[str, Any]) -> tuple[int, in
 
 
 def _estimates(job_name: str, template: dict[str, Any]) -> tuple[int, int]:
-    sync_bytes = replica_sync_bytes(job_name, template)
-    return sync_bytes, replica_parse_cost(job_name, template, sync_bytes)
-
-
-def replica_parse_cost(
-    job_name: str, template: dict[str, Any], sync_bytes: int | None = None
-) -> int:
-    """The parse-cost estimate for one replica of `template` (see `sync_request_parse_cost`),
-    given its replica_sync_bytes if it is known."""
+    """(replica_sync_bytes, replica_parse_cost) of `template`, its copies walked once."""
     pod_spec = template.get("spec") or {}
     containers = len(pod_spec.get("containers") or []) + len(pod_spec.get("initContainers") or [])
-    ports = main_container(template).get("ports") or []
-    brackets, commas = _copies_counts(template)
-    service_brackets, service_commas = _copies_counts({"ports": [service_port(p) for p in ports]})
     further = max(containers - 1, 0)
-    return cost_of(
+    ports = main_container(template).get("ports") or []
+    size, brackets, commas = _copies(template)
+    service = _copies({"ports": [service_port(p) for p in ports]})
+    sync_bytes = (
+        SYNC_BYTES_PER_REPLICA
+        + SYNC_BYTES_PER_CONTAINER * further
+        + SYNC_BYTES_PER_NAME_CHARACTER * len(job_name)
+        + size
+        + service[0]
+        + SYNC_BYTES_PER_PORT * len(ports)
+    )
+    parse = cost_of(
         SYNC_BRACKETS_PER_REPLICA
         + SYNC_BRACKETS_PER_CONTAINER * further
         + SYNC_BRACKETS_PER_PORT * len(ports)
         + brackets
-        + service_brackets,
+        + service[1],
         SYNC_COMMAS_PER_REPLICA
         + SYNC_COMMAS_PER_CONTAINER * further
         + SYNC_COMMAS_PER_PORT * len(ports)
         + commas
-        + service_commas,
-        replica_sync_bytes(job_name, template) if sync_bytes is None else sync_bytes,
+        + service[2],
+        sync_bytes,
     )
+    return sync_bytes, parse
 
 
-def _copies_counts(value: Any) -> tuple[int, int]:
-    """The `{`/`[` and the `,` of `value` in a child and in Metacontroller's copy of it (see
-    `_copies_bytes`): its JSON twice, the escaped copy counting what the JSON text counts."""
+def replica_sync_bytes(job_name: str, template: dict[str, Any]) -> int:
+    """The estimate's bytes for one replica of `template` (see `sync_request_bytes`)."""
+    return _estimates(job_name, template)[0]
+
+
+def replica_parse_cost(job_name: str, template: dict[str, Any]) -> int:
+    """The parse-cost estimate for one replica of `template` (see `sync_request_parse_cost`)."""
+    return _estimates(job_name, template)[1]
+
+
+def _copies(value: Any) -> tuple[int, int, int]:
+    """`value` in a child and in Metacontroller's copy of it, as (bytes, `{`/`[`, `,`): its
+    JSON as Go writes it, that JSON again as the string of a last-applied annotation (a
+    backslash more for every quote and backslash; the structure inside the string counts, as
+    parse_cost counts it), and its managedFields (`_fields`)."""
     text = _go_json(value)
-    brackets, commas = _fields_counts(value)
+    size, brackets, commas = _fields(value)
     return (
+        2 * len(text.encode()) + text.count('"') + text.count("\\") + size,
         2 * (text.count("{") + text.count("[")) + brackets,
         2 * text.count(",") + commas,
     )
 
 
-def _fields_counts(value: Any) -> tuple[int, int]:
-    """The `{`/`[` and the `,` of a managedFields entry's fieldsV1 for `value`, from above:
-    every key of every object is `"f:<key>":{}` and a comma (`{".":{}` and a comma more
-    where its value is an object or a list of objects), and every object in a list is
-    `"k:<key fields' JSON>":{".":{}` and two commas, the structure in the key's JSON and
-    in the keys counted too. Scalars, and lists of them (atomic), add nothing of their own."""
-    brackets = commas = 0
+def _go_json(value: Any) -> str:
+    """`value`'s compact JSON as Go's encoding/json writes it."""
+    return _COMPACT.encode(value).translate(_GO_ESCAPES)
+
+
+def _fields(value: Any) -> tuple[int, int, int]:
+    """A managedFields entry's fieldsV1 for `value`, from above, as (bytes, `{`/`[`, `,`).
+
+    Every key of every object is `"f:<key>":{}` and a comma: its JSON and `FIELD_BYTES`,
+    `OBJECT_FIELD_BYTES` more where its value is an object; `{".":{}` and a comma more where
+    its value is an object or a list of objects. Every object in a list is `"k:<key fields'
+    JSON>":{".":{}` and two commas: the JSON string of its key fields, `ENTRY_BYTES` and
+    `OBJECT_FIELD_BYTES` more. The structure in keys counts too. Scalars, and lists of them
+    (atomic), add nothing of their own."""
+    size = brackets = commas = 0
     if isinstance(value, dict):
         for key, item in value.items():
             text = str(key)
-            brackets += 1 + text.count("{") + text.count("[")
-            commas += 1 + text.count(",")
-            if isinstance(item, dict) or (isinstance(item, list) and _has_objects(item)):
-                brackets, commas = brackets + 1, commas + 1
-            sub = _fields_counts(item)
-            brackets, commas = brackets + sub[0], commas + sub[1]
+            inner = _fields(item)
+            opens = isinstance(item, dict) or (isinstance(item, list) and _has_objects(item))
+            size += (
+                len(_go_json(key).encode())
+                + FIELD_BYTES
+                + (OBJECT_FIELD_BYTES if isinstance(item, dict) else 0)
+                + inner[0]
+            )
+            brackets += 1 + text.count("{") + text.count("[") + opens + inner[1]
+            commas += 1 + text.count(",") + opens + inner[2]
     elif isinstance(value, list):
         for entry in value:
             if not isinstance(entry, dict):
@@ -309,69 +335,15 @@ def _fields_counts(value: Any) -> tuple[int, int]:
                     if k in _KEY_FIELDS and not isinstance(v, dict | list)
                 }
             )
-            sub = _fields_counts(entry)
-            brackets += 2 + key.count("{") + key.count("[") + sub[0]
-            commas += 2 + key.count(",") + sub[1]
-    return brackets, commas
+            inner = _fields(entry)
+            size += len(_go_json("k:" + key).encode()) + ENTRY_BYTES + OBJECT_FIELD_BYTES + inner[0]
+            brackets += 2 + key.count("{") + key.count("[") + inner[1]
+            commas += 2 + key.count(",") + inner[2]
+    return size, brackets, commas
 
 
 def _has_objects(items: list[Any]) -> bool:
     return any(isinstance(item, dict) for item in items)
-
-
-def replica_sync_bytes(job_name: str, template: dict[str, Any]) -> int:
-    """The estimate's bytes for one replica of `template` (see `sync_request_bytes`)."""
-    pod_spec = template.get("spec") or {}
-    containers = len(pod_spec.get("containers") or []) + len(pod_spec.get("initContainers") or [])
-    ports = main_container(template).get("ports") or []
-    return (
-        SYNC_BYTES_PER_REPLICA
-        + SYNC_BYTES_PER_CONTAINER * max(containers - 1, 0)
-        + SYNC_BYTES_PER_NAME_CHARACTER * len(job_name)
-        + _copies_bytes(template)
-        + _copies_bytes({"ports": [service_port(p) for p in ports]})
-        + SYNC_BYTES_PER_PORT * len(ports)
-    )
-
-
-def _copies_bytes(value: Any) -> int:
-    """`value` in a child and in Metacontroller's copy of it: its JSON as Go writes it, that
-    JSON again as the string of a last-applied annotation, and its managedFields."""
-    text = _go_json(value)
-    return 2 * len(text.encode()) + text.count('"') + text.count("\\") + _fields_bytes(value)
-
-
-def _go_json(value: Any) -> str:
-    """`value`'s compact JSON as Go's encoding/json writes it."""
-    return _COMPACT.encode(value).translate(_GO_ESCAPES)
-
-
-def _fields_bytes(value: Any) -> int:
-    """Bytes of a managedFields entry's fieldsV1 for `value`, from above: every key of every
-    object, `FIELD_BYTES` more each (`OBJECT_FIELD_BYTES` more again where its value is an
-    object), and for every object in a list the JSON string of its key fields,
-    `ENTRY_BYTES` more. Scalars, and lists of them (atomic), add nothing of their own."""
-    if isinstance(value, dict):
-        return sum(
-            len(_go_json(key).encode())
-            + FIELD_BYTES
-            + (OBJECT_FIELD_BYTES if isinstance(item, dict) else 0)
-            + _fields_bytes(item)
-            for key, item in value.items()
-        )
-    if isinstance(value, list):
-        return sum(_entry_bytes(item) for item in value if isinstance(item, dict))
-    return 0
-
-
-def _entry_bytes(entry: dict[str, Any]) -> int:
-    key = {k: v for k, v in entry.items() if k in _KEY_FIELDS and not isinstance(v, dict | list)}
-    return (
-        len(_go_json("k:" + _go_json(key)).encode())
-        + ENTRY_BYTES
-        + OBJECT_FIELD_BYTES
-        + _fields_bytes(entry)
-    )
 
 
 def _describe(error: Any) -> str:

@@ -284,10 +284,6 @@ def test_remembered_estimates_are_the_estimates_and_stay_bounded() -> None:
                 direct,
                 validation.replica_parse_cost(name, shaped),
             )
-            assert validation._replica_estimates(name, shaped) == (
-                direct,
-                validation.replica_parse_cost(name, shaped, direct),
-            )
     assert len(validation._ESTIMATES) == 6
     huge = template("smallest")
     huge["metadata"] = {"annotations": {"n": "1"}, "x": 2**70}
