@@ -216,9 +216,10 @@ def sync_request_parse_cost(job_name: str, spec: MXJobSpec, mx_config: int | Non
 
 
 # The estimates of the templates seen last, by the name's length and the template's JSON: a job
-# is validated at every sync, and walking its templates costs about 0.2 ms each, ten times the
-# rest of validation; its templates rarely change. Bounded in entries and in the bytes of
-# each key (a larger template is walked every time).
+# is validated at every sync, and walking a template of ten env entries costs about 80 us,
+# more than the rest of validating a job of three types; remembered, under 1 us. Its templates
+# rarely change. Bounded in entries and in the bytes of each key (a larger template is walked
+# every time).
 _ESTIMATES: dict[tuple[int, bytes], tuple[int, int]] = {}
 _ESTIMATES_MOST = 128
 _ESTIMATES_KEY_MOST = 64 * 1024
