@@ -358,11 +358,13 @@ def big_upload(server: Server, body: bytes) -> int:
         return status_of(answer)
 
 
-def readiness_timeout() -> float:
-    """The Deployment's readiness probe timeout (Kubernetes' default, 1 s, when unset)."""
+def readiness_probe() -> tuple[float, int]:
+    """The Deployment's readiness probe: its timeout (Kubernetes' default, 1 s, when unset) and
+    how many probes in a row must fail before the pod is unready (default 3)."""
     deployment = yaml.safe_load((ROOT / "manifests" / "base" / "deployment.yaml").read_text())
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    return float(container["readinessProbe"].get("timeoutSeconds", 1))
+    probe = container["readinessProbe"]
+    return float(probe.get("timeoutSeconds", 1)), int(probe.get("failureThreshold", 3))
 
 
 def slow_body(server: Server, declared: int) -> int:
@@ -380,13 +382,13 @@ def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
     reading 44 MiB answers, 20 idle and 10 slow-head connections, 8 clients that leave, and
     8 slow-body clients (a byte every half second; 3 of them declaring 7.8 MiB, which they
     hold in the budget), each answered 408 at the read deadline (8 s). Meanwhile small syncs
-    and /healthz keep being answered, each /healthz within the readiness probe's timeout,
-    the server's peak RSS (VmHWM) stays within 512 MiB, and once the unread answers are cut
+    and /healthz keep being answered, never as many /healthz in a row over the readiness
+    probe's timeout as would make the pod unready (its failureThreshold), the server's peak RSS (VmHWM) stays within 512 MiB, and once the unread answers are cut
     a 7.8 MiB sync is answered again. Default settings but the send timeout (2 s instead
     of 10, to keep the test short)."""
     body = running(400)
     assert 7.5 * MiB < len(body) < 8 * MiB
-    probe_timeout = readiness_timeout()
+    probe_timeout, failures = readiness_probe()
     with hook(MXJOB_SEND_TIMEOUT_SECONDS="2") as server, ExitStack() as stack:
         mix, slow = Mix(server), Mix(server)
         for _ in range(20):
@@ -422,6 +424,10 @@ def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
         server.stop()
         lines = [orjson.loads(line) for line in server.log_lines()]
     statuses = {status: mix.results.count(status) for status in set(mix.results)}
+    # Unready takes `failures` probes in a row over the timeout (Kubernetes probes every
+    # periodSeconds; the test back to back, which only makes a run of slow ones likelier).
+    missed = [seconds >= probe_timeout for seconds in health]
+    runs = [all(missed[i : i + failures]) for i in range(len(missed) - failures + 1)]
     health.sort()
     print(f"\nmix: peak RSS {peak // 1024} MiB, answers {statuses}, slow bodies {slow.results},")
     print(f"{len(health)} probes: /healthz median {health[len(health) // 2]:.3f} s, ", end="")
@@ -430,7 +436,7 @@ def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
     assert set(statuses) <= {0, 200, 429, 503}
     assert statuses.get(200, 0) >= 1, "no big body got its 200"
     assert slow.results == [408] * 8
-    assert health[-1] < probe_timeout, f"/healthz took {health[-1]:.2f} s"
+    assert not any(runs), f"{failures} probes in a row over {probe_timeout:g} s: {missed}"
     assert [line["message"] for line in lines if line["level"] == "error"] == []
     assert peak < LIMIT_KIB, f"peak RSS {peak // 1024} MiB"
 
