@@ -3,10 +3,10 @@
 # tests; cached outside the tree.
 #
 # It is built with `go install` from the Go module proxy (the module has no replace directives,
-# so its own go.mod and go.sum pin every dependency). Its manifests come from the same module
-# zip: the kubeflow.org CRDs (manifests/base/crds) and the ValidatingWebhookConfiguration
-# (manifests/base/webhook/manifests.yaml) are copied beside the binary. Progress goes to stderr;
-# the last lines on stdout are `TRAINING_OPERATOR_MANIFESTS=<dir>` and, last,
+# so its own go.mod and go.sum pin every dependency). Its release manifests come from the same
+# module zip: its `manifests/` folder (the kustomize bases and overlays: the kubeflow.org CRDs,
+# the ValidatingWebhookConfiguration, the Deployment) is copied beside the binary. Progress
+# goes to stderr; the last lines on stdout are `TRAINING_OPERATOR_MANIFESTS=<dir>` and, last,
 # `TRAINING_OPERATOR=<path>`.
 #
 # Environment: MXJOB_CACHE_DIR (default ~/.cache/mxjob-controller), shared with the other
@@ -40,10 +40,9 @@ manifests() {
     dir=$(printf '%s\n' "$json" | sed -n 's/.*"Dir": "\(.*\)",*/\1/p')
     [[ -f $dir/manifests/base/crds/kubeflow.org_mxjobs.yaml ]] \
         || die "$MODULE $TRAINING_OPERATOR_VERSION has no manifests/base/crds/kubeflow.org_mxjobs.yaml"
-    mkdir -p "$dest/manifests.tmp"
-    cp "$dir"/manifests/base/crds/kubeflow.org_*.yaml "$dest/manifests.tmp/"
-    cp "$dir/manifests/base/webhook/manifests.yaml" "$dest/manifests.tmp/webhook.yaml"
-    chmod u+w "$dest"/manifests.tmp/*.yaml
+    rm -rf "$dest/manifests.tmp" "$dest/manifests"
+    cp -R "$dir/manifests" "$dest/manifests.tmp"
+    chmod -R u+w "$dest/manifests.tmp"
     mv "$dest/manifests.tmp" "$dest/manifests"
 }
 
@@ -54,7 +53,7 @@ main() {
     exec 9>"$dest/.lock"
     flock 9 # concurrent test sessions wait for one build instead of racing
     [[ -x $dest/training-operator ]] || build "$dest"
-    [[ -d $dest/manifests ]] || manifests "$dest"
+    [[ -f $dest/manifests/overlays/standalone/kustomization.yaml ]] || manifests "$dest"
     echo "TRAINING_OPERATOR_MANIFESTS=$dest/manifests"
     echo "TRAINING_OPERATOR=$dest/training-operator"
 }
