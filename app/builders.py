@@ -452,9 +452,10 @@ def config_map(job: JobContext) -> dict[str, Any]:
 def own_env(name: str, spec: MXJobSpec, config_map: bool) -> tuple[dict[str, Any], ...]:
     """What a container of release 0.1.0's layout (`config_map`) or of the inline one
     carries in its env beyond this version's ConfigMap layout, besides MX_CONFIG's text: the
-    job-wide variables, and 0.1.0's two key references (this version's pods have one)."""
+    job-wide variables, and 0.1.0's `cluster` key reference (its `labels` one is no longer
+    than this version's one, REQUIRED_KEY's)."""
     job_wide = (*_dmlc_env(name, spec), {"name": "DMLC_USE_KUBERNETES", "value": "1"})
-    return (*_shared_env(name), *job_wide) if config_map else job_wide
+    return (_shared_env(name)[0], *job_wide) if config_map else job_wide
 
 
 def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:
