@@ -44,9 +44,7 @@ ANNOTATION = {"note": "$(DMLC_ROLE) $$"}
 
 def _tune_job(text: str) -> dict[str, Any]:
     server = s.replica(2)
-    server["template"]["metadata"] = {
-        "annotations": {builders.TUNER_SERVER_KEY: text} | ANNOTATION
-    }
+    server["template"]["metadata"] = {"annotations": {builders.TUNER_SERVER_KEY: text} | ANNOTATION}
     server["template"]["spec"]["containers"][0]["env"] = [THEIRS]
     tracker = s.replica(1) | {"label": LEGACY}
     specs = {"TunerTracker": tracker, "TunerServer": server, "Tuner": s.replica(1)}
@@ -108,7 +106,9 @@ def test_inline_text_doubles_each_dollar_and_nothing_else() -> None:
     reference as it is, gives back the JSON text."""
     text = "rtx-$$-$(DMLC_ROLE)-$(HOME)-$"
     pod = next(c for c in _answer(_tune_job(text), "inline")["children"] if c["kind"] == "Pod")
-    (written,) = [e["value"] for e in pod["spec"]["containers"][0]["env"] if e["name"] == "MX_CONFIG"]
+    (written,) = [
+        e["value"] for e in pod["spec"]["containers"][0]["env"] if e["name"] == "MX_CONFIG"
+    ]
     read = kubeenv.expand(written, {"DMLC_ROLE": "tunerserver", "HOME": "/root"})
     assert written == read.replace("$", "$$")
     assert '"tunerserver":"rtx-$$$$-$$(DMLC_ROLE)-$$(HOME)-$$"' in written
@@ -138,7 +138,9 @@ def test_the_command_line_renders_the_inline_layout(tmp_path: Any) -> None:
     documents = list(yaml.safe_load_all(done.stdout))
     assert "ConfigMap" not in {d["kind"] for d in documents}
     (tracker,) = [
-        d for d in documents if d["kind"] == "Pod" and d["metadata"]["name"] == "tune-tunertracker-0"
+        d
+        for d in documents
+        if d["kind"] == "Pod" and d["metadata"]["name"] == "tune-tunertracker-0"
     ]
     env = {e["name"]: e["value"] for e in tracker["spec"]["containers"][0]["env"]}
     assert json.loads(env["MX_CONFIG"])["labels"]["tunerserver"] == "$(DMLC_ROLE)"
