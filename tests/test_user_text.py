@@ -6,6 +6,7 @@ included."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +17,8 @@ from app.reconcile import sync
 from app.render import INLINE_CHILD_TYPES, render
 from tests import support as s
 from tests.golden_cases import released_0_1_0
-from tests.test_render import ROOT
 
+ROOT = Path(__file__).parent.parent
 # Each is a label as a user writes it; the kubelet would alter every one of them if it were
 # written into an env value as it is (`$$`, `$(DMLC_ROLE)`, a defined variable), or keep
 # it only by luck (an undefined name, an unclosed `$(`, a lone `$`).
@@ -42,7 +43,9 @@ THEIRS = {"name": "MINE", "value": "$$-$(DMLC_ROLE)"}
 ANNOTATION = {"note": "$(DMLC_ROLE) $$"}
 
 
-def _tune_job(text: str) -> dict[str, Any]:
+def tune_job(text: str) -> dict[str, Any]:
+    """A tune job whose TunerServer's tuner-server-key annotation is `text` and whose
+    TunerTracker's legacy label is LEGACY."""
     server = s.replica(2)
     server["template"]["metadata"] = {"annotations": {builders.TUNER_SERVER_KEY: text} | ANNOTATION}
     server["template"]["spec"]["containers"][0]["env"] = [THEIRS]
@@ -69,18 +72,19 @@ def _processes(children: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
     }
 
 
-def _expected_labels(text: str) -> dict[str, str]:
+def expected_labels(text: str) -> dict[str, str]:
+    """MX_CONFIG's labels of `tune_job(text)`, as its processes must read them."""
     return {"tunertracker": LEGACY, "tunerserver": text, "tuner": ""}
 
 
 @pytest.mark.parametrize("layout", ["inline", "configmap", "release-0.1.0"])
 @pytest.mark.parametrize("text", TEXTS)
 def test_every_process_reads_the_text_as_written(text: str, layout: str) -> None:
-    answer = _answer(_tune_job(text), layout)
+    answer = _answer(tune_job(text), layout)
     processes = _processes(answer["children"])
     assert len(processes) == 4
     for name, env in processes.items():
-        assert json.loads(env["MX_CONFIG"])["labels"] == _expected_labels(text), name
+        assert json.loads(env["MX_CONFIG"])["labels"] == expected_labels(text), name
         assert env["DMLC_ROLE"] == name.split("-")[1]
     servers = {k: v for k, v in processes.items() if k.startswith("tune-tunerserver-")}
     assert {env["MINE"] for env in servers.values()} == {"$-tunerserver"}
@@ -91,7 +95,7 @@ def test_children_carry_the_templates_text_untouched(layout: str) -> None:
     """A template's own annotations and env entries are the user's to write for the kubelet:
     the pod carries them as written (the process reads what it would read without us)."""
     text = "rtx-$$-$(DMLC_ROLE)-$(HOME)-$"
-    answer = _answer(_tune_job(text), layout)
+    answer = _answer(tune_job(text), layout)
     for pod in (c for c in answer["children"] if c["kind"] == "Pod"):
         if "tunerserver" not in pod["metadata"]["name"]:
             continue
@@ -105,7 +109,7 @@ def test_inline_text_doubles_each_dollar_and_nothing_else() -> None:
     expansion, which turns `$$` into `$` and leaves everything else that is not a
     reference as it is, gives back the JSON text."""
     text = "rtx-$$-$(DMLC_ROLE)-$(HOME)-$"
-    pod = next(c for c in _answer(_tune_job(text), "inline")["children"] if c["kind"] == "Pod")
+    pod = next(c for c in _answer(tune_job(text), "inline")["children"] if c["kind"] == "Pod")
     (written,) = [
         e["value"] for e in pod["spec"]["containers"][0]["env"] if e["name"] == "MX_CONFIG"
     ]
@@ -117,7 +121,7 @@ def test_inline_text_doubles_each_dollar_and_nothing_else() -> None:
 @pytest.mark.parametrize("child_types", [INLINE_CHILD_TYPES, None])
 def test_render_expand_shows_the_text_as_written(child_types: tuple[str, ...] | None) -> None:
     text = "rtx-$$-$(DMLC_ROLE)-$(HOME)-$"
-    manifest = yaml.safe_dump(_tune_job(text))
+    manifest = yaml.safe_dump(tune_job(text))
     rendered = (
         render(manifest, s.NOW, expand=True, child_types=child_types)
         if child_types
@@ -127,12 +131,12 @@ def test_render_expand_shows_the_text_as_written(child_types: tuple[str, ...] | 
     assert len(pods) == 4
     for pod in pods:
         env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
-        assert json.loads(env["MX_CONFIG"])["labels"] == _expected_labels(text)
+        assert json.loads(env["MX_CONFIG"])["labels"] == expected_labels(text)
 
 
 def test_the_command_line_renders_the_inline_layout(tmp_path: Any) -> None:
     path = tmp_path / "tune.yaml"
-    path.write_text(yaml.safe_dump(_tune_job("$(DMLC_ROLE)")))
+    path.write_text(yaml.safe_dump(tune_job("$(DMLC_ROLE)")))
     command = [sys.executable, "-m", "app", "render", "--expand", "--no-configmaps", str(path)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
     documents = list(yaml.safe_load_all(done.stdout))
