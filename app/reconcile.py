@@ -40,7 +40,8 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     readers = builders.readers(request.children.get(envelope.POD, {}).values(), meta.name)
     try:
         layout = builders.layout(config_map, readers)
-        spec = validated_spec(meta.name, request.parent.spec, layout)
+        fresh = builders.layout(config_map, builders.Readers())
+        spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
     except SpecError as err:
         job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
         return _result(meta, job_status, children.as_they_are(request), 0, replicas=0)

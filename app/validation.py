@@ -81,12 +81,19 @@ _GO_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
-def validated_spec(job_name: str, raw_spec: Any, layout: Layout = Layout.CONFIG_MAP) -> MXJobSpec:
+def validated_spec(
+    job_name: str,
+    raw_spec: Any,
+    layout: Layout = Layout.CONFIG_MAP,
+    fresh: Layout | None = None,
+) -> MXJobSpec:
     """Return the defaulted, validated spec, or raise SpecError naming every broken rule, each
     field where the user wrote it (a run-policy field in its legacy placement under `spec`).
-    `layout`: the one the job's sync requests carry (`builders.layout`), for the size rule."""
+    For the size rule, `layout` is the one the job's sync requests carry (`builders.layout`),
+    and `fresh` the one of pods all made anew (no observed pod): a suspended job's pods go,
+    and it resumes in that one, so it is judged in it."""
     try:
-        return _validated_spec(job_name, raw_spec, layout)
+        return _validated_spec(job_name, raw_spec, layout, fresh or layout)
     except SpecError as err:
         raise SpecError(_as_written(raw_spec, err.problems)) from None
 
@@ -112,7 +119,7 @@ def _as_written(raw_spec: Any, problems: list[str]) -> list[str]:
     return out
 
 
-def _validated_spec(job_name: str, raw_spec: Any, layout: Layout) -> MXJobSpec:
+def _validated_spec(job_name: str, raw_spec: Any, layout: Layout, fresh: Layout) -> MXJobSpec:
     try:
         spec = MXJobSpec.model_validate(normalise(raw_spec))
     except ValidationError as err:
@@ -122,7 +129,7 @@ def _validated_spec(job_name: str, raw_spec: Any, layout: Layout) -> MXJobSpec:
         problems += _template_problems(rtype, replica)
     if problems:
         raise SpecError(problems)
-    problems = size_problems(job_name, spec, layout)
+    problems = size_problems(job_name, spec, fresh if spec.runPolicy.suspend else layout)
     if problems:
         raise SpecError(problems)
     return spec

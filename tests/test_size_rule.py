@@ -16,6 +16,7 @@ from app.settings import Settings
 from tests import support as s
 from tests.cel_size_rule import rule, sync_rule
 from tests.crd_admission import CRD_FILE, cel_errors
+from tests.golden_cases import released_0_1_0
 from tests.size_shapes import (
     BY_BYTES,
     BY_MX_CONFIG,
@@ -385,3 +386,32 @@ def test_remembered_estimates_are_the_estimates_and_stay_bounded() -> None:
         varied["metadata"] = {"labels": {"i": str(i)}}
         validation._replica_estimates("a", varied)
     assert len(validation._ESTIMATES) <= validation._ESTIMATES_MOST
+
+
+def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() -> None:
+    """A job started by release 0.1.0 with more replicas than that layout's bound: refused as
+    a bad edit (its children kept); suspended, it is judged in the layout its pods will be
+    made in when it resumes, so the suspension takes effect, and it resumes in the shipped
+    layout."""
+    job = s.mxjob(train()(3000), "a")
+    maps = (envelope.CONFIG_MAP,)
+    released = released_0_1_0(sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW))
+    running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(released)}
+    request, answer = s.step(job, released, running, s.later(30), maps)
+    assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
+    assert len(answer["children"]) == 6001
+
+    job["spec"]["runPolicy"] = {"suspend": True}
+    request["parent"]["spec"] = job["spec"]
+    suspended = sync(request, s.later(60))
+    assert _condition(suspended) == ("Suspended", "True", "MXJobSuspended")
+    assert suspended["children"] == []
+
+    job["spec"]["runPolicy"] = {"suspend": False}
+    resumed = sync(
+        s.request(job | {"status": suspended["status"]}, others={envelope.CONFIG_MAP: []}),
+        s.later(90),
+    )
+    assert "MXJobInvalidSpec" not in json.dumps(resumed["status"])
+    first_pod = s.pods_of(resumed)[0]
+    assert "envFrom" in first_pod["spec"]["containers"][0]
