@@ -137,9 +137,10 @@ def _validated_spec(job_name: str, raw_spec: Any, layout: Layout, fresh: Layout)
 
 # What a refusal under the inline layout adds: its requests grow with the square of the job.
 _INLINE_HINT = (
-    " (the CompositeController declares no ConfigMap children, so every container carries "
-    "the whole MX_CONFIG: declare them, as metacontroller/compositecontroller.yaml does, "
-    "and the job's pods stay small)"
+    " (every container carries the whole MX_CONFIG while the CompositeController declares no "
+    "ConfigMap children or a pod of the job was made under one that did not: declare them, "
+    "as metacontroller/compositecontroller.yaml does, and suspend and resume a running job, "
+    "and its pods stay small)"
 )
 
 

@@ -135,9 +135,10 @@ def test_1200_replicas_are_refused_inline_and_admitted_with_configmaps() -> None
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
         f"job would carry about {estimate // MiB} MiB, more than 48 MiB; use fewer replicas or "
-        "smaller pod templates (the CompositeController declares no ConfigMap children, so "
-        "every container carries the whole MX_CONFIG: declare them, as "
-        "metacontroller/compositecontroller.yaml does, and the job's pods stay small)"
+        "smaller pod templates (every container carries the whole MX_CONFIG while the "
+        "CompositeController declares no ConfigMap children or a pod of the job was made under "
+        "one that did not: declare them, as metacontroller/compositecontroller.yaml does, and "
+        "suspend and resume a running job, and its pods stay small)"
     )
 
 
