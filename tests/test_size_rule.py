@@ -124,14 +124,16 @@ def test_the_largest_admitted_job_of_each_layout(
 
 
 def test_1200_replicas_are_refused_inline_and_admitted_with_configmaps() -> None:
-    """1 Scheduler and 1,199 Workers named with 32 letters: a sync request of about 220 MiB
-    once every pod exists inline (every one refused with 413), 5.6 MiB with ConfigMaps."""
+    """1 Scheduler and 1,199 Workers named with 32 letters: estimated at 227 MiB of request
+    once every pod exists inline (the hook's body limit is 64 MiB), well within the bounds
+    with ConfigMaps."""
     name, spec = "a" * 32, workers(1200)
     validation.validated_spec(name, spec)
     with pytest.raises(SpecError) as refused:
         validation.validated_spec(name, spec, Layout.INLINE)
     typed = validation.MXJobSpec.model_validate(normalise(spec))
     estimate = validation.sync_request_bytes(name, typed, None, Layout.INLINE)
+    assert estimate // MiB == 227
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
         f"job would carry about {estimate // MiB} MiB, more than 48 MiB; use fewer replicas or "

@@ -56,7 +56,7 @@ def test_a_job_too_large_inline_is_refused_at_creation_and_runs_with_configmaps(
     real_stack: RealStack, rest: Rest, namespace: str
 ) -> None:
     """1 Scheduler and 1,199 Workers named with 32 letters: inline, every sync once its pods
-    existed would carry about 220 MiB (the hook's limit is 64), so it is refused at once,
+    existed would carry about 227 MiB by the estimate (the hook's limit is 64), so it is refused at once,
     for good, with what to change; under the shipped controller its ConfigMap and pods are
     created."""
     spec = workers(1200)
