@@ -418,3 +418,23 @@ def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() ->
     assert "MXJobInvalidSpec" not in json.dumps(resumed["status"])
     first_pod = s.pods_of(resumed)[0]
     assert "envFrom" in first_pod["spec"]["containers"][0]
+
+
+def test_remembered_layout_copies_are_the_walked_ones_and_stay_bounded() -> None:
+    validation._LAYOUTS.clear()
+    for n in (3, 500):
+        for layout in (Layout.INLINE, Layout.RELEASE_0_1_0):
+            typed = validation.MXJobSpec.model_validate(normalise(train()(n)))
+            remembered = validation._layout_copies("a", typed, layout)
+            assert remembered == validation._layout_walked("a", typed, layout)
+            assert validation._layout_copies("a", typed, layout) is remembered
+    assert len(validation._LAYOUTS) == 4
+    long_label = s.train_spec(0, 1)
+    long_label["mxReplicaSpecs"]["Worker"]["label"] = "x" * (validation._ESTIMATES_KEY_MOST + 1)
+    typed = validation.MXJobSpec.model_validate(normalise(long_label))
+    validation._layout_copies("a", typed, Layout.INLINE)
+    assert len(validation._LAYOUTS) == 4
+    for n in range(validation._ESTIMATES_MOST * 2):
+        typed = validation.MXJobSpec.model_validate(normalise(train()(n + 3)))
+        validation._layout_copies("a", typed, Layout.INLINE)
+    assert len(validation._LAYOUTS) <= validation._ESTIMATES_MOST
