@@ -101,6 +101,11 @@ CASES = {
             r"monitoring.namespaceSelector.kubernetes\.io/metadata\.name=monitoring",
         ),
     ),
+    "kube-state-metrics": (
+        "standalone",
+        ("kube-state-metrics",),
+        ("--set", "monitoring.kubeStateMetrics.enabled=true"),
+    ),
 }
 
 
