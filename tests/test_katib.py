@@ -166,7 +166,10 @@ def test_the_documented_katib_config_keeps_v017s_trial_resources() -> None:
 
 
 def test_katib_component_lets_katib_controller_manage_mxjobs() -> None:
-    objects = {(o["kind"], o["metadata"]["name"]): o for o in documents(REPO / "manifests" / "components" / "katib")}
+    objects = {
+        (o["kind"], o["metadata"]["name"]): o
+        for o in documents(REPO / "manifests" / "components" / "katib")
+    }
     assert set(objects) == {
         ("ClusterRole", "katib-controller-mxjobs"),
         ("ClusterRoleBinding", "katib-controller-mxjobs"),

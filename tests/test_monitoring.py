@@ -62,9 +62,7 @@ def test_rules_pass_promtool_unit_tests(
     assert (tested.returncode, tested.stdout.strip()) == (0, "SUCCESS"), tested.stderr
 
 
-def test_job_counts_under_promtool_can_fail(
-    go_tool: Callable[[str], Path], tmp_path: Path
-) -> None:
+def test_job_counts_under_promtool_can_fail(go_tool: Callable[[str], Path], tmp_path: Path) -> None:
     """The job unit tests against rules that count every condition a job has, True or not."""
     counted = yaml.safe_dump({"groups": groups()}).replace(', status="True"}', "}")
     assert counted != yaml.safe_dump({"groups": groups()})
@@ -230,7 +228,11 @@ def test_kube_state_metrics_component_gives_the_configuration_and_rbac(tmp_path:
     }
     binding = objects["ClusterRoleBinding", "mxjob-controller-kube-state-metrics"]
     (subject,) = binding["subjects"]
-    assert subject == {"kind": "ServiceAccount", "name": "kube-state-metrics", "namespace": "kube-system"}
+    assert subject == {
+        "kind": "ServiceAccount",
+        "name": "kube-state-metrics",
+        "namespace": "kube-system",
+    }
     config = objects["ConfigMap", "mxjob-state-metrics"]
     assert config["metadata"]["namespace"] == subject["namespace"]
     assert config["data"] == {
