@@ -64,9 +64,11 @@ def test_rules_pass_promtool_unit_tests(
 
 def test_job_counts_under_promtool_can_fail(go_tool: Callable[[str], Path], tmp_path: Path) -> None:
     """The job unit tests against rules that count every condition a job has, True or not."""
-    counted = yaml.safe_dump({"groups": groups()}).replace(', status="True"}', "}")
-    assert counted != yaml.safe_dump({"groups": groups()})
-    (tmp_path / "rules.yaml").write_text(counted)
+    counted = groups()
+    for rule in (r for group in counted for r in group["rules"] if "record" in r):
+        rule["expr"] = rule["expr"].replace(', status="True"}', "}")
+    assert counted != groups()
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": counted}))
     shutil.copy(JOB_TESTS, tmp_path / JOB_TESTS.name)
     tested = promtool(go_tool("promtool"), "test", "rules", JOB_TESTS.name, cwd=tmp_path)
     assert tested.returncode == 1
