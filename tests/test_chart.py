@@ -87,6 +87,7 @@ CASES = {
     "volcano": ("volcano", (), ("--set", "gang=volcano")),
     "scheduler-plugins": ("scheduler-plugins", (), ("--set", "gang=scheduler-plugins")),
     "events": ("standalone", ("events",), ("--set", "events=true")),
+    "kueue": ("kueue", (), ("--set", "kueue=true")),
     "monitoring": (
         "standalone",
         ("monitoring", "networkpolicy-monitoring"),
