@@ -373,12 +373,19 @@ def gate(
     if state.cluster_queue:
         where += f" (ClusterQueue {state.cluster_queue})"
     if state.evicted:
+        if waiting_before and before is not None and before.get("reason") == REASON_EVICTED:
+            # The job's status records the eviction: the Workload goes, which releases its
+            # quota (Kueue leaves that to whoever writes the Workload's status), and the next
+            # sync creates it again, pending. Not earlier: a sync that sees a parent one sync
+            # behind must still find the evidence, as a finished job's pods outlive the
+            # decision.
+            return Gate(True, ("True", REASON_EVICTED, before.get("message", "")), False)
         why = f" ({state.reason})" if state.reason else ""
         message = (
             f"MXJob {job.name} was evicted by Kueue{why}: {state.message or 'no message'}; "
             f"it is queued again in LocalQueue {job.queue}."
         )
-        return Gate(True, ("True", REASON_EVICTED, message), wants_workload=False)
+        return Gate(True, ("True", REASON_EVICTED, message), wants_workload=True)
     if state.admitted:
         infos = pod_set_infos(state, related, spec)
         if isinstance(infos, str):

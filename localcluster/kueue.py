@@ -9,8 +9,8 @@
   throwaway certificate (no webhook configuration points at it: the API server never calls it),
   the visibility server off. Kueue reads its metrics certificate from the fixed path
   /etc/kueue/metrics/certs whenever internal cert management is off, so it runs in a mount
-  namespace of its own (`unshare`) where a tmpfs on /etc holds one; nothing on the machine is
-  written outside the work directory.
+  namespace of its own (`unshare --mount`, needs root, as the MXNet tier's pods) where a tmpfs on
+  /etc holds one; nothing on the machine is written outside the work directory.
 """
 
 import shutil
@@ -107,7 +107,7 @@ def run_kueue(binary: Path, server: ApiServer, workdir: Path) -> Iterator[Kueue]
         f'cp "$1/tls.crt" "$1/tls.key" {metrics_certs}/ && shift && exec "$@"'
     )
     command = [
-        "unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, "kueue",
+        "unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "kueue",
         str(certs), str(binary), f"--config={config}", f"--kubeconfig={server.kubeconfig}",
         "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=3",
     ]  # fmt: skip

@@ -235,8 +235,8 @@ def test_eviction_stops_the_job_and_requeues_it_uncharged() -> None:
     job["status"] = now_running["status"]
     evicted = observed(workloads_of(running)[0], **EVICTED)
     response = synced(kreq(job, pods, services, [evicted]), later(30))
-    # Pods, Services and the evicted Workload go (its deletion releases the quota).
-    assert response["children"] == []
+    # Pods and Services go; the evicted Workload stays until the status records the eviction.
+    assert [c["kind"] for c in response["children"]] == ["Workload"]
     assert state(response) == "Queued"
     cond = queued(response)
     assert cond["reason"] == "MXJobEvicted"
@@ -245,8 +245,12 @@ def test_eviction_stops_the_job_and_requeues_it_uncharged() -> None:
     running_cond = next(c for c in response["status"]["conditions"] if c["type"] == "Running")
     assert (running_cond["status"], running_cond["reason"]) == ("False", "MXJobEvicted")
     assert "startTime" not in response["status"]
-    # The next sync, the Workload gone: a new one, and the job says it was evicted.
+    # Recorded: the evicted Workload goes (its deletion releases the quota).
     job["status"] = response["status"]
+    recorded = synced(kreq(job, workloads=[evicted]), later(30))
+    assert recorded["children"] == []
+    assert recorded["status"]["conditions"] == response["status"]["conditions"]
+    # The next sync, the Workload gone: a new one, and the job says it was evicted.
     again = synced(kreq(job), later(31))
     assert len(workloads_of(again)) == 1
     assert pods_of(again) == []
