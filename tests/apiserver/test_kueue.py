@@ -20,7 +20,6 @@ from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue
 from localcluster.realstack import (
     Hook,
     install_controller,
-    metacontroller_crds,
     run_metacontroller,
     serve_hook,
 )
@@ -77,7 +76,6 @@ def stack(
         failure = str(error)
     if failure is not None:
         pytest.fail(failure, pytrace=False)
-    assert metacontroller_crds()  # the CRDs came from the source the binary is built from
 
 
 def namespace(stack: KueueStack, name: str) -> str:
@@ -175,12 +173,14 @@ def test_two_jobs_one_quota(stack: KueueStack, figure: Callable[[str], None]) ->
         lambda: sorted(bool(pod_names(j)) for j in jobs), "one job admitted", until=[False, True]
     )
     first, second = sorted(jobs, key=lambda j: not pod_names(j))
-    wait_for(lambda: is_true(second, "Queued", "MXJobQueued"), "the other says it is queued")
+    message = wait_for(
+        lambda: str((queued(second) or {}).get("message")),
+        "the other says it waits for quota",
+        until=lambda m: "insufficient unused quota" in m,
+    )
+    assert is_true(second, "Queued", "MXJobQueued")
     assert last_condition(second) == "Queued"
-    message = str((queued(second) or {})["message"])
-    assert "LocalQueue lq" in message, message
-    assert "ClusterQueue fits-one" in message, message
-    assert "insufficient unused quota" in message, message
+    assert "is queued in LocalQueue lq, waiting for Kueue to admit it" in message, message
     assert "startTime" not in second.status()
     assert pod_names(second) == []
     assert second.state().services == ()
