@@ -330,7 +330,7 @@ def test_namespaces(overlay: str, layout: tuple[str, bool, Any]) -> None:
     placed = {(doc["kind"], doc["metadata"].get("namespace")) for doc in build(overlay)}
     namespaced = {"ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
     cluster = CLUSTER_SCOPED if creates_it else CLUSTER_SCOPED - {"Namespace"}
-    cluster |= OVERLAY_CLUSTER_SCOPED.get(overlay, set())
+    cluster = cluster | OVERLAY_CLUSTER_SCOPED.get(overlay, set())
     assert placed == {(k, namespace) for k in namespaced} | {(k, None) for k in cluster}
     if creates_it:
         assert the(overlay, "Namespace")["metadata"]["name"] == namespace
