@@ -302,10 +302,10 @@ def workload(
         if spec.replicas(t) > 0
     ]
     body: dict[str, Any] = {"podSets": pod_sets, "queueName": queue}
-    if prio is not None:
+    if prio is not None and prio.value is not None:
+        # Both or neither (the Workload CRD's rule): a class that does not exist gives none.
         body["priorityClassRef"] = {"group": prio.group, "kind": prio.kind, "name": prio.name}
-        if prio.value is not None:
-            body["priority"] = prio.value
+        body["priority"] = prio.value
     meta: dict[str, Any] = {"name": workload_name(name)}
     if namespace:
         meta["namespace"] = namespace

@@ -298,6 +298,10 @@ def test_the_priority_class_goes_into_the_workload() -> None:
     assert wl["spec"]["priority"] == 1000
     ref = {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "high"}
     assert wl["spec"]["priorityClassRef"] == ref
+    # A class that does not exist: neither (the Workload CRD wants a priority with a ref).
+    (unknown,) = workloads_of(synced(kreq(labelled(spec), rel=related(*FLAVORS))))
+    assert "priority" not in unknown["spec"]
+    assert "priorityClassRef" not in unknown["spec"]
 
 
 @pytest.mark.parametrize(
