@@ -12,6 +12,7 @@ from app.reconcile import sync
 from app.settings import Settings
 from app.spec import MXJobSpec
 from tests.hardening import asgi_client
+from tests.simcluster import SimCluster
 from tests.support import (
     NOW,
     later,
@@ -22,6 +23,9 @@ from tests.support import (
     request,
     services_of,
     train_spec,
+)
+from tests.support import (
+    replica as replica_spec,
 )
 
 WL = kueue.WORKLOAD_TYPE
@@ -530,3 +534,56 @@ def test_a_large_customize_request_is_answered() -> None:
     with asgi_client(web.create_app(Settings())) as client:
         reply = client.post("/customize", content=body)
     assert reply.status_code == 200
+
+
+@pytest.mark.parametrize("stale", [False, True], ids=["fresh", "stale-parent"])
+def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
+    """Queued, admitted, running, preempted, requeued and admitted again, to Succeeded, with
+    every sync also sent on the parent as it was one status write ago (`stale`)."""
+    parent = labelled({"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": replica_spec()}})
+    sim = SimCluster(parent, stale=stale, child_types=("Pod.v1", "Service.v1", WL))
+    sim.related = related(*FLAVORS)
+    name = "mxjob-mnist"
+
+    def kueue_says(status: dict[str, Any]) -> None:
+        sim.children[WL][name]["status"] = copy.deepcopy(status)
+
+    assign = [{"name": "worker", "flavors": {"cpu": "on-a"}, "count": 1}]
+    admitted = wl_status(
+        ("QuotaReserved", "True", "QuotaReserved", "reserved"),
+        ("Admitted", "True", "Admitted", "admitted"),
+        queue="cq",
+        assign=assign,
+    )
+    evicted = copy.deepcopy(admitted)
+    evicted["conditions"].append(
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "preempted"}
+    )
+    sim.sync()
+    assert sim.names() == []
+    assert sim.true_conditions() == {"Created": "MXJobCreated", "Queued": "MXJobQueued"}
+    kueue_says(admitted)
+    sim.sync(1)
+    sim.run()
+    sim.sync(1)
+    assert sim.true_conditions() == {"Created": "MXJobCreated", "Running": "MXJobRunning"}
+    assert sim.pods()["mnist-worker-0"]["spec"]["nodeSelector"] == {"pool": "a"}
+    kueue_says(evicted)
+    for _ in range(3):
+        sim.sync(1)
+        assert sim.true_conditions() == {"Created": "MXJobCreated", "Queued": "MXJobEvicted"}
+        assert sim.names() == []
+    # The evicted Workload went once the status recorded it; a new one waits, pending.
+    assert f"{WL}/{name}" in sim.deleted
+    assert sim.children[WL][name].get("status") is None
+    kueue_says(admitted)
+    sim.sync(1)
+    sim.run()
+    sim.sync(1)
+    assert sim.names() == ["mnist-worker-0"]
+    sim.exit("mnist-worker-0", 0)
+    sim.sync(1)
+    sim.sync(1)
+    assert sim.true_conditions()["Succeeded"] == "MXJobSucceeded"
+    assert sim.names(WL) == []
+    assert "Restarting" not in {c["type"] for c in sim.answer["status"]["conditions"]}
