@@ -27,7 +27,7 @@ from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.kustomize import hook_objects
 
-from .scenario import Job, apply_job
+from .scenario import REPO, Job, apply_job, manifest
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -341,3 +341,15 @@ def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
 def pods_of(stack: KueueStack, ns: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = stack.rest.get(f"/api/v1/namespaces/{ns}/pods")["items"]
     return items
+
+
+def test_the_examples_queue_and_admit(stack: KueueStack) -> None:
+    """examples/kueue/queues.yaml and job.yaml as docs/kueue.md applies them."""
+    ns = namespace(stack, "kueue-examples")
+    stack.apiserver.kubectl("apply", "-n", ns, "-f", str(REPO / "examples/kueue/queues.yaml"))
+    job = apply_job(stack.apiserver, stack.rest, ns, manifest("examples/kueue/job.yaml"))
+    wait_for(lambda: len(pod_names(job)), "the example job admitted", until=lambda n: n == 5)
+    assert (queued(job) or {})["reason"] == "MXJobAdmitted"
+    assert workloads(stack, ns)["mxjob-mnist-queued"]["status"]["admission"]["clusterQueue"] == (
+        "training"
+    )
