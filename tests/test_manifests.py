@@ -299,7 +299,9 @@ def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> No
     service = {"name": "mxjob-controller", "namespace": namespace, "port": 80, "protocol": "http"}
     hooks = {"sync": {"webhook": {"service": service, "path": "/sync", "timeout": "10s"}}}
     if podgroup is KUEUE:
-        # The customize hook hands every sync the ResourceFlavors and priority classes.
+        # The customize hook hands every sync the ResourceFlavors and priority classes, which
+        # Metacontroller v4.17.2 sends a namespaced parent's sync only under hook version v2.
+        hooks["sync"]["version"] = "v2"
         hooks["customize"] = {
             "webhook": {"service": service, "path": "/customize", "timeout": "10s"}
         }

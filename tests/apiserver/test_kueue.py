@@ -170,7 +170,9 @@ def test_two_jobs_one_quota(stack: KueueStack, figure: Callable[[str], None]) ->
         apply_job(stack.apiserver, stack.rest, ns, mxjob(name, "lq")) for name in ("one", "two")
     ]
     wait_for(
-        lambda: sorted(bool(pod_names(j)) for j in jobs), "one job admitted", until=[False, True]
+        lambda: sorted(bool(pod_names(j)) for j in jobs),
+        "one job admitted",
+        until=lambda admitted: admitted == [False, True],
     )
     first, second = sorted(jobs, key=lambda j: not pod_names(j))
     message = wait_for(
