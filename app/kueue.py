@@ -388,6 +388,9 @@ def gate(
         return Gate(True, ("True", REASON_EVICTED, message), wants_workload=True)
     if state.admitted:
         infos = pod_set_infos(state, related, spec)
+        if isinstance(infos, str) and keeps_running:
+            # A flavor gone from under a running job (say) does not stop it.
+            return Gate(False, None, wants_workload=True)
         if isinstance(infos, str):
             message = f"MXJob {job.name} is admitted by Kueue in {where}, but {infos}."
             return Gate(True, ("True", REASON_QUEUED, message), wants_workload=True)

@@ -587,3 +587,13 @@ def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
     assert sim.true_conditions()["Succeeded"] == "MXJobSucceeded"
     assert sim.names(WL) == []
     assert "Restarting" not in {c["type"] for c in sim.answer["status"]["conditions"]}
+
+
+def test_a_flavor_gone_from_under_a_running_job_does_not_stop_it() -> None:
+    job, admitted, running = admitted_run()
+    job["status"] = running["status"]
+    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
+    services = [observed(s) for s in services_of(running)]
+    response = synced(kreq(job, pods, services, [admitted], rel={}), later(20))
+    assert len(pods_of(response)) == 5
+    assert queued(response)["reason"] == "MXJobAdmitted"
