@@ -240,3 +240,15 @@ def test_bad_values_fail_with_a_reason(
 def test_chart_version_is_the_app_version() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert (chart["version"], chart["appVersion"]) == (__version__, __version__)
+
+
+def test_kueues_customize_hook_is_called_like_the_sync_hook(helm: Callable[..., Any]) -> None:
+    """Same Service, namespace, timeout and bearer token; only the path differs."""
+    objects = template(
+        helm, "ml", "--set", "kueue=true", "--set", "tokenSecret.name=hook-token"
+    )  # fmt: skip
+    hooks = objects["CompositeController", "mxjob-controller"]["spec"]["hooks"]
+    sync, customize = hooks["sync"]["webhook"], hooks["customize"]["webhook"]
+    assert customize == sync | {"path": "/customize"}
+    assert customize["authorization"]["secretRef"]["namespace"] == "ml"
+    assert hooks["sync"]["version"] == "v2"
