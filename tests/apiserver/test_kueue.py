@@ -203,7 +203,7 @@ def test_two_jobs_one_quota(stack: KueueStack, figure: Callable[[str], None]) ->
     assert (queued(second) or {})["reason"] == "MXJobAdmitted"
 
 
-def test_higher_priority_preempts_lower(stack: KueueStack) -> None:
+def test_higher_priority_preempts_lower(stack: KueueStack, figure: Callable[[str], None]) -> None:
     """The lower job's pods go, it shows it was evicted, and it runs to Succeeded after the
     higher one, with no restart counted."""
     ns = namespace(stack, "kueue-preempt")
@@ -224,6 +224,7 @@ def test_higher_priority_preempts_lower(stack: KueueStack) -> None:
     kubelet.run("low-worker-0")
     wait_for(lambda: is_true(low, "Running"), "the low job runs")
 
+    applied = time.monotonic()
     high = apply_job(stack.apiserver, stack.rest, ns, mxjob("high", "lq", **policy("mx-high")))
     wait_for(lambda: is_true(low, "Queued", "MXJobEvicted"), "the low job evicted")
     assert last_condition(low) == "Queued"
@@ -235,6 +236,8 @@ def test_higher_priority_preempts_lower(stack: KueueStack) -> None:
     assert "startTime" not in low.status()
 
     wait_for(lambda: pod_names(high), "the high job admitted")
+    figure(f"Kueue: higher-priority job applied -> its first pod, the lower one preempted: "
+           f"{time.monotonic() - applied:.2f} s")  # fmt: skip
     kubelet.run("high-worker-0")
     kubelet.exit("high-worker-0", 0)
     wait_for(lambda: is_true(high, "Succeeded"), "the high job succeeds")
