@@ -87,6 +87,7 @@ CASES = {
     "volcano": ("volcano", (), ("--set", "gang=volcano")),
     "scheduler-plugins": ("scheduler-plugins", (), ("--set", "gang=scheduler-plugins")),
     "events": ("standalone", ("events",), ("--set", "events=true")),
+    "kueue": ("kueue", (), ("--set", "kueue=true")),
     "monitoring": (
         "standalone",
         ("monitoring", "networkpolicy-monitoring"),
@@ -260,3 +261,15 @@ def test_kube_state_metrics_values_name_its_service_account(helm: Callable[..., 
         {"kind": "ServiceAccount", "name": "kps-kube-state-metrics", "namespace": "monitoring"}
     ]
     assert objects["ConfigMap", "mxjob-state-metrics"]["metadata"]["namespace"] == "monitoring"
+
+
+def test_kueues_customize_hook_is_called_like_the_sync_hook(helm: Callable[..., Any]) -> None:
+    """Same Service, namespace, timeout and bearer token; only the path differs."""
+    objects = template(
+        helm, "ml", "--set", "kueue=true", "--set", "tokenSecret.name=hook-token"
+    )  # fmt: skip
+    hooks = objects["CompositeController", "mxjob-controller"]["spec"]["hooks"]
+    sync, customize = hooks["sync"]["webhook"], hooks["customize"]["webhook"]
+    assert customize == sync | {"path": "/customize"}
+    assert customize["authorization"]["secretRef"]["namespace"] == "ml"
+    assert hooks["sync"]["version"] == "v2"
