@@ -37,17 +37,21 @@ NAMESPACE = "kueue-system"
 class KueueParts:
     binary: Path
     crds: Path
+    # Kueue's aggregated ClusterRoles batch-admin-role and batch-user-role.
+    rbac: Path
 
 
 def obtain_kueue(progress: Callable[[str], None]) -> KueueParts:
-    """The Kueue binary and CRDs (a cold build takes several minutes)."""
+    """The Kueue binary, CRDs and batch roles (a cold build takes several minutes)."""
     try:
         found = buildscript.run(SCRIPT, [], progress, timeout=BUILD_TIMEOUT)
-        return KueueParts(found["KUEUE"], found["KUEUE_CRDS"])
+        return KueueParts(found["KUEUE"], found["KUEUE_CRDS"], found["KUEUE_RBAC"])
     except buildscript.BuildScriptError as error:
         raise ClusterError(str(error)) from None
     except KeyError:
-        raise ClusterError(f"{SCRIPT} printed no KUEUE=<path> and KUEUE_CRDS=<dir>") from None
+        raise ClusterError(
+            f"{SCRIPT} printed no KUEUE=<path>, KUEUE_CRDS=<dir> and KUEUE_RBAC=<dir>"
+        ) from None
 
 
 def install_kueue_crds(server: ApiServer, crds: Path) -> None:

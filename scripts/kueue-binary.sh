@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Obtain a pinned Kueue controller binary and its CRDs for the Kueue tests, cached outside the tree.
+# Obtain a pinned Kueue controller binary, its CRDs and its aggregated batch roles for the Kueue
+# tests, cached outside the tree.
 #
-# Both come from one module on the Go module proxy (sigs.k8s.io/kueue): the binary is built from
+# All come from one module on the Go module proxy (sigs.k8s.io/kueue): the binary is built from
 # the module's own go.mod/go.sum (`./cmd/kueue`), the CRDs are the module's
-# config/components/crd/bases. Progress goes to stderr; the last lines on stdout are
-# `KUEUE=<path>` and `KUEUE_CRDS=<dir>`.
+# config/components/crd/bases, the roles its config/components/rbac/batch_*_role.yaml. Progress
+# goes to stderr; the last lines on stdout are `KUEUE=<path>`, `KUEUE_CRDS=<dir>` and
+# `KUEUE_RBAC=<dir>`.
 #
 # Environment:
 #   KUEUE_BIN        use this binary as it is (nothing is built; the CRDs still come from the module)
@@ -53,6 +55,14 @@ main() {
         chmod u+w "$dest"/crds.tmp/*.yaml
         mv "$dest/crds.tmp" "$dest/crds"
     fi
+    # Kueue's aggregated batch roles, which gather every job kind's editor and viewer roles
+    # by label (the kueue component's MXJob roles among them).
+    if [[ ! -d $dest/rbac ]]; then
+        mkdir -p "$dest/rbac.tmp"
+        cp "$src"/config/components/rbac/batch_{admin,user}_role.yaml "$dest/rbac.tmp/"
+        chmod u+w "$dest"/rbac.tmp/*.yaml
+        mv "$dest/rbac.tmp" "$dest/rbac"
+    fi
     if [[ -n ${KUEUE_BIN:-} ]]; then
         [[ -x $KUEUE_BIN ]] || die "KUEUE_BIN=$KUEUE_BIN is not executable"
         echo "KUEUE=$KUEUE_BIN"
@@ -61,6 +71,7 @@ main() {
         echo "KUEUE=$dest/kueue"
     fi
     echo "KUEUE_CRDS=$dest/crds"
+    echo "KUEUE_RBAC=$dest/rbac"
 }
 
 main "$@"

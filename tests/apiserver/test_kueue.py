@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
 from localcluster.crds import install_crds
@@ -27,6 +28,7 @@ from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.kustomize import hook_objects
 
+from .controllers import AGGREGATION, kube_controllers
 from .scenario import REPO, Job, apply_job, manifest
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -39,6 +41,8 @@ class KueueStack:
     apiserver: ApiServer
     rest: Rest
     hook: Hook
+    # Kueue's aggregated batch roles, from its module.
+    rbac: Path
 
 
 def kueue_controller(hook_url: str) -> dict[str, Any]:
@@ -71,7 +75,7 @@ def stack(
                 install_controller(server, hook.url)  # Metacontroller's CRDs
                 server.apply(kueue_controller(hook.url))
                 with run_metacontroller(metacontroller_binary, server, workdir):
-                    yield KueueStack(server, rest, hook)
+                    yield KueueStack(server, rest, hook, parts.rbac)
     except ClusterError as error:
         failure = str(error)
     if failure is not None:
@@ -364,3 +368,38 @@ def test_the_examples_queue_and_admit(stack: KueueStack) -> None:
     assert workloads(stack, ns)["mxjob-mnist-queued"]["status"]["admission"]["clusterQueue"] == (
         "training"
     )
+
+
+def test_kueue_batch_users_may_run_mxjobs(
+    stack: KueueStack, go_tool: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The component's MXJob roles land in Kueue's own aggregated batch roles, filled by the
+    real aggregation controller: a batch user of a namespace may run MXJobs there."""
+    kueue_roles = [yaml.safe_load(p.read_text()) for p in sorted(stack.rbac.glob("*.yaml"))]
+    ours = [d for d in hook_objects("kueue") if d["kind"] == "ClusterRole"]
+    assert len(ours) == 2
+    stack.apiserver.apply(*kueue_roles, *ours)
+    ns = namespace(stack, "kueue-rbac")
+    stack.apiserver.kubectl(
+        "-n", ns, "create", "rolebinding", "dana", "--clusterrole=batch-user-role", "--user=dana"
+    )  # fmt: skip
+
+    def can(user: str, *what: str) -> bool:
+        done = stack.apiserver.kubectl(
+            f"--as={user}", "-n", ns, "auth", "can-i", *what, check=False
+        )  # fmt: skip
+        return done.stdout.strip() == "yes"
+
+    # Nothing fills an aggregated role but the controller: no MXJobs until it runs.
+    assert not can("dana", "create", "mxjobs.kubeflow.org")
+    log = tmp_path / "aggregation.log"
+    with kube_controllers(go_tool("kube-controllers"), stack.apiserver, log, AGGREGATION):
+        wait_for(
+            lambda: can("dana", "create", "mxjobs.kubeflow.org"),
+            f"batch-user-role lets dana create MXJobs (log: {log})",
+            60,
+        )
+    assert can("dana", "delete", "mxjobs.kubeflow.org")
+    assert can("dana", "get", "mxjobs.kubeflow.org", "--subresource=status")
+    assert not can("dana", "update", "mxjobs.kubeflow.org", "--subresource=status")
+    assert not can("erin", "create", "mxjobs.kubeflow.org")
