@@ -31,7 +31,7 @@ import yaml
 from . import buildscript
 from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, running, wait_until
 from .buildscript import stop
-from .ports import free_port
+from .ports import free_port, free_ports
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
@@ -166,8 +166,8 @@ def run_metacontroller(
     binary: Path, server: ApiServer, workdir: Path, flags: tuple[str, ...] = ()
 ) -> Iterator[Metacontroller]:
     """Metacontroller out of cluster against `server`; `flags` are added to its command line
-    (for example `--client-go-qps=50`)."""
-    health, metrics = free_port(), free_port()
+    (for example `--client-go-qps=50`). Several may run at once, each on ports of its own."""
+    health, metrics = free_ports(2)
     log = workdir / f"metacontroller-{health}.log"
     command = [
         str(binary), f"--kubeconfig={server.kubeconfig}",

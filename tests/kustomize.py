@@ -96,6 +96,8 @@ def build_overlay(overlay: str) -> str:
 
             # kustomize takes no absolute path as a base: every one relative to the copy.
             def relative(entry: str) -> str:
+                if (source / entry).is_file():  # a file of the overlay's own, copied with it
+                    return entry
                 found = metacontroller_manifests() if entry == METACONTROLLER_RELEASE else None
                 return os.path.relpath(found or (source / entry).resolve(), local)
 
