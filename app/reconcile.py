@@ -36,8 +36,12 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     meta = request.parent.metadata
     has_children = children.has_pods_or_services(request)
     previous = status.read_previous(request.parent.status, has_children)
+    config_map = envelope.CONFIG_MAP in request.children
+    readers = builders.readers(request.children.get(envelope.POD, {}).values(), meta.name)
     try:
-        spec = validated_spec(meta.name, request.parent.spec)
+        layout = builders.layout(config_map, readers)
+        fresh = builders.layout(config_map, builders.Readers())
+        spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
     except SpecError as err:
         job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
         return _result(meta, job_status, children.as_they_are(request), 0, replicas=0)
@@ -51,8 +55,8 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         meta.namespace,
         spec,
         gang.declared(request.children),
-        config_map=envelope.CONFIG_MAP in request.children,
-        observed=builders.readers(request.children.get(envelope.POD, {}).values(), meta.name),
+        config_map=config_map,
+        observed=readers,
     )
     desired, resync = children.desired(job, owned, decision, previous, now)
     if events.declared(request.children):
