@@ -28,7 +28,10 @@ def _name(common_name: str) -> x509.Name:
 
 
 def _builder(
-    subject: str, issuer: str, public_key: ec.EllipticCurvePublicKey
+    subject: str,
+    issuer: str,
+    public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey,
+    validity: datetime.timedelta = VALIDITY,
 ) -> x509.CertificateBuilder:
     now = datetime.datetime.now(datetime.UTC)
     return (
@@ -38,7 +41,7 @@ def _builder(
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
+        .not_valid_after(now + validity)
     )
 
 
@@ -114,4 +117,54 @@ def make_pki(directory: Path) -> Pki:
         serving_key=_write_key(directory / "apiserver.key", serving_key),
         service_account_key=_write_key(directory / "sa.key", sa_key),
         service_account_pub=directory / "sa.pub",
+    )
+
+
+@dataclass(frozen=True)
+class WebhookPki:
+    """A webhook server's CA and serving pair, PEM-encoded (as a Secret of `kubernetes.io/tls`
+    type holds them: ca.crt, ca.key, tls.crt, tls.key)."""
+
+    ca_cert: bytes
+    ca_key: bytes
+    cert: bytes
+    key: bytes
+
+
+def _pem_rsa_key(key: rsa.RSAPrivateKey) -> bytes:
+    """PKCS#1 (`RSA PRIVATE KEY`), the one form a cert-controller rotator reads a CA key in."""
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+
+
+def webhook_pki(
+    ca_name: str, dns_names: tuple[str, ...], validity: datetime.timedelta
+) -> WebhookPki:
+    """A CA named `ca_name` (its subject and its one DNS name) and a serving cert it signs for
+    `dns_names` and 127.0.0.1, both valid for `validity`, RSA keys in PKCS#1."""
+    ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ca = (
+        _builder(ca_name, ca_name, ca_key.public_key(), validity)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=True), critical=True)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(ca_name)]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    names: list[x509.GeneralName] = [x509.DNSName(name) for name in dns_names]
+    names.append(x509.IPAddress(ipaddress.ip_address("127.0.0.1")))
+    serving = (
+        _builder(dns_names[0], ca_name, key.public_key(), validity)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_key_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    return WebhookPki(
+        ca.public_bytes(pem), _pem_rsa_key(ca_key), serving.public_bytes(pem), _pem_rsa_key(key)
     )

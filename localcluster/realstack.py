@@ -1,7 +1,8 @@
 """The real Metacontroller and the real hook beside the loopback API server.
 
 - `obtain_metacontroller` runs scripts/metacontroller-binary.sh (built from Metacontroller's
-  source and cached; `METACONTROLLER_BIN` or `METACONTROLLER_SRC` override it).
+  source and cached; `METACONTROLLER_BIN` or `METACONTROLLER_SRC` override it);
+  `metacontroller_source` finds that source the way the script does (fetching it if need be).
 - `serve_hook` runs `python -m app serve` on a free loopback port; `Hook.down()` stops it for a
   while and starts it again on the same port (a hook outage).
 - `run_metacontroller` runs Metacontroller out of cluster with the API server's kubeconfig.
@@ -12,6 +13,7 @@
 """
 
 import copy
+import functools
 import json
 import os
 import subprocess
@@ -29,17 +31,38 @@ import yaml
 from . import buildscript
 from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, running, wait_until
 from .buildscript import stop
-from .ports import free_port
+from .ports import free_port, free_ports
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
 COMPOSITE_CONTROLLER = REPO / "metacontroller" / "compositecontroller.yaml"
-# Metacontroller's own CRDs, from the source the binary is built from (its release manifests).
+# Metacontroller's own CRDs and manifests, from the source the binary is built from.
 DEFAULT_SOURCE = REPO.parent / "shared" / "third_party" / "metacontroller"
+FETCH_TIMEOUT = 900  # the script's own limits: 20 s to find no network, 600 s for the clone
+
+
+@functools.cache
+def metacontroller_source() -> Path:
+    """Metacontroller v4.17.2's source: `METACONTROLLER_SRC`, else ../shared/third_party/
+    metacontroller, else the copy scripts/metacontroller-binary.sh fetches into the cache (it
+    fails at once without a network, naming both ways out). Raises ClusterError with its
+    message."""
+    explicit = os.environ.get("METACONTROLLER_SRC")
+    if explicit:
+        return Path(explicit)
+    if DEFAULT_SOURCE.is_dir():
+        return DEFAULT_SOURCE
+    live = lambda line: print(line, file=sys.__stderr__, flush=True)  # noqa: E731 (a fetch)
+    try:
+        found = buildscript.run(SCRIPT, ["source"], live, timeout=FETCH_TIMEOUT)
+    except buildscript.BuildScriptError as error:
+        errors = [line for line in str(error).splitlines() if ": ERROR: " in line]
+        raise ClusterError("\n".join(errors) or str(error)) from None
+    return found["METACONTROLLER_SOURCE"]
 
 
 def metacontroller_crds() -> Path:
-    source = Path(os.environ.get("METACONTROLLER_SRC", DEFAULT_SOURCE))
+    source = metacontroller_source()
     for candidate in ("manifests/metacontroller-crds-v1.yaml",
                       "manifests/production/metacontroller-crds-v1.yaml"):  # fmt: skip
         if (source / candidate).is_file():
@@ -143,8 +166,8 @@ def run_metacontroller(
     binary: Path, server: ApiServer, workdir: Path, flags: tuple[str, ...] = ()
 ) -> Iterator[Metacontroller]:
     """Metacontroller out of cluster against `server`; `flags` are added to its command line
-    (for example `--client-go-qps=50`)."""
-    health, metrics = free_port(), free_port()
+    (for example `--client-go-qps=50`). Several may run at once, each on ports of its own."""
+    health, metrics = free_ports(2)
     log = workdir / f"metacontroller-{health}.log"
     command = [
         str(binary), f"--kubeconfig={server.kubeconfig}",

@@ -35,17 +35,36 @@ FLAG_NAMES = (
     "--apply-strategy",
     "--zap-log-level",
 )
+LEADER_ELECTION = "--leader-election"
+
+
+def overlay_flags() -> tuple[str, ...]:
+    """Every argument the with-metacontroller overlay adds to Metacontroller's own or puts in
+    place of one, in order (read from the overlay's patch)."""
+    ops = yaml.safe_load(FLAGS_PATCH.read_text())
+    return tuple(
+        str(op["value"]) for op in ops if op["op"] in ("add", "replace") and "/args/" in op["path"]
+    )
 
 
 def shipped_flags() -> tuple[str, ...]:
-    """The flags the one-command install adds to Metacontroller's own or puts in place of one
-    (read from the overlay, so that the bench measures exactly what ships). Given after
-    Metacontroller's own, each wins over the one it replaces."""
-    ops = yaml.safe_load(FLAGS_PATCH.read_text())
-    flags = tuple(str(op["value"]) for op in ops if op["op"] in ("add", "replace"))
+    """The flags the one-command install gives each Metacontroller process for how it syncs
+    (read from the overlay, so that the bench measures exactly what ships); its leader-election
+    flags (`leader_election_flags`) are left out: they decide which replica syncs, not how, and
+    a lone process would only wait for its lease. Given after Metacontroller's own, each wins
+    over the one it replaces."""
+    flags = tuple(f for f in overlay_flags() if not f.startswith(LEADER_ELECTION))
     missing = [name for name in FLAG_NAMES if not any(f.startswith(f"{name}=") for f in flags)]
     if missing:
         raise RuntimeError(f"{FLAGS_PATCH} sets no {missing}")
+    return flags
+
+
+def leader_election_flags() -> tuple[str, ...]:
+    """The overlay's leader-election flags (`--leader-election`, its namespace and id)."""
+    flags = tuple(f for f in overlay_flags() if f.startswith(LEADER_ELECTION))
+    if "--leader-election" not in flags:
+        raise RuntimeError(f"{FLAGS_PATCH} does not turn leader election on")
     return flags
 
 

@@ -3,8 +3,9 @@
 The `with-metacontroller` overlay installs Metacontroller from its release manifests, pinned by
 tag on GitHub. Tests have no network: `build_overlay` builds a copy of the overlay whose remote
 base is replaced by the same release's manifests in Metacontroller's source copy
-(../shared/third_party/metacontroller/manifests, or `$METACONTROLLER_SRC/manifests`), with the
-real kubectl's kustomize. Everything else in the overlay is built as it is.
+(`localcluster.realstack.metacontroller_source`: `$METACONTROLLER_SRC`,
+../shared/third_party/metacontroller, or the tag fetched into the cache), with the real
+kubectl's kustomize. Everything else in the overlay is built as it is.
 
 `kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh
 picks for the API-server tier (the machine's of the pinned minor, or one it builds and caches).
@@ -22,14 +23,14 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import obtain_kubectl
+from localcluster.apiserver import ClusterError, obtain_kubectl
+from localcluster.realstack import metacontroller_source
 
 REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
 METACONTROLLER_RELEASE = (
     "https://github.com/metacontroller/metacontroller//manifests/production?ref=v4.17.2"
 )
-DEFAULT_SOURCE = REPO.parent / "shared" / "third_party" / "metacontroller"
 
 
 class MissingMetacontrollerSource(FileNotFoundError):
@@ -38,7 +39,10 @@ class MissingMetacontrollerSource(FileNotFoundError):
 
 def metacontroller_manifests() -> Path:
     """The local copy of Metacontroller v4.17.2's production manifests."""
-    source = Path(os.environ.get("METACONTROLLER_SRC", DEFAULT_SOURCE))
+    try:
+        source = metacontroller_source()
+    except ClusterError as error:  # none here and none fetched: the script says why
+        raise MissingMetacontrollerSource(str(error)) from None
     for candidate in (source / "manifests" / "production", source / "manifests"):
         if (candidate / "kustomization.yaml").is_file():
             return candidate
@@ -92,6 +96,8 @@ def build_overlay(overlay: str) -> str:
 
             # kustomize takes no absolute path as a base: every one relative to the copy.
             def relative(entry: str) -> str:
+                if (source / entry).is_file():  # a file of the overlay's own, copied with it
+                    return entry
                 found = metacontroller_manifests() if entry == METACONTROLLER_RELEASE else None
                 return os.path.relpath(found or (source / entry).resolve(), local)
 

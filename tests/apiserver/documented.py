@@ -28,3 +28,10 @@ def authorization() -> dict[str, Any]:
     """The webhook's `authorization` as docs/security.md shows it."""
     found: dict[str, Any] = sync_webhook()["authorization"]
     return found
+
+
+def shell_block(page: Path, needle: str) -> str:
+    """The one fenced `sh` block of the page (indented in a list or not) containing `needle`."""
+    blocks = re.findall(r"^\s*```sh\n(.*?)^\s*```", page.read_text(), re.M | re.S)
+    (found,) = [b for b in blocks if needle in b]
+    return str(found)

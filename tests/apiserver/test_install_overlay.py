@@ -25,8 +25,13 @@ ADDED = [
     "--workers=16",
     "--apply-strategy=server-side-apply",
 ]
+LEADER_ELECTION = [
+    "--leader-election",
+    "--leader-election-namespace=metacontroller",
+    "--leader-election-id=metacontroller",
+]
 # The release's own arguments, its log level lowered to errors (metacontroller-flags.yaml).
-ARGS = ["--zap-log-level=error", "--discovery-interval=20s", *ADDED]
+ARGS = ["--zap-log-level=error", "--discovery-interval=20s", *ADDED, *LEADER_ELECTION]
 GUARD = "mxjob-children-are-not-adopted"
 
 
@@ -60,6 +65,10 @@ def test_one_command_installs_metacontroller_and_the_hook(
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "ghcr.io/metacontroller/metacontroller:v4.17.2"
     assert container["args"] == ARGS
+    assert statefulset["spec"]["replicas"] == 2
+    budget = fresh_apiserver.get("pdb", "metacontroller", "--namespace=metacontroller")
+    assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["selector"] == statefulset["spec"]["selector"]
     assert (
         fresh_apiserver.get("validatingadmissionpolicy", GUARD)["spec"]["failurePolicy"] == "Fail"
     )
@@ -73,25 +82,33 @@ def test_one_command_installs_metacontroller_and_the_hook(
     assert {"mxjobs.kubeflow.org", "compositecontrollers.metacontroller.k8s.io"} <= crds
 
 
-def documented_patch() -> list[str]:
-    """The `kubectl patch` of docs/install.md that adds the flags to a running Metacontroller."""
+def documented_patches() -> list[list[str]]:
+    """The `kubectl patch` commands of docs/install.md that add the flags to a running
+    Metacontroller: the sizing flags, then leader election ("High availability")."""
     text = (REPO / "docs" / "install.md").read_text()
-    match = re.search(
+    found = re.findall(
         r"kubectl -n metacontroller patch statefulset metacontroller --type=json -p '(.*?)'",
         text,
         re.S,
     )
-    assert match, "docs/install.md shows no kubectl patch of Metacontroller's flags"
+    assert len(found) == 2, "docs/install.md shows no two kubectl patches of Metacontroller"
     return [
-        "-n",
-        "metacontroller",
-        "patch",
-        "statefulset",
-        "metacontroller",
-        "--type=json",
-        "-p",
-        match.group(1),
+        ["-n", "metacontroller", "patch", "statefulset", "metacontroller", "--type=json", "-p", p]
+        for p in found
     ]
+
+
+def documented_ha_steps() -> list[list[str]]:
+    """The `kubectl scale` and `kubectl apply -f` lines of docs/install.md's "High
+    availability" after its patch (the `rollout status` between them needs a kubelet)."""
+    text = (REPO / "docs" / "install.md").read_text().split("### High availability")[1]
+    lines = [
+        line.split()[1:]
+        for line in text.splitlines()
+        if line.startswith(("kubectl -n metacontroller scale", "kubectl apply -f manifests/"))
+    ]
+    assert len(lines) == 2, lines
+    return lines
 
 
 def test_two_step_install_gets_the_flags_by_the_documented_patch(
@@ -100,10 +117,17 @@ def test_two_step_install_gets_the_flags_by_the_documented_patch(
     with cluster(k8s_binaries, tmp_path) as server:
         release = server.kubectl("kustomize", str(metacontroller_manifests())).stdout
         server.kubectl("apply", "-f", "-", input=release)
-        server.kubectl(*documented_patch())
+        sizing, leader_election = documented_patches()
+        server.kubectl(*sizing)
         server.kubectl("apply", "-f", str(ADOPTION_GUARD))  # docs/install.md, the same step
+        server.kubectl(*leader_election)
+        for step in documented_ha_steps():  # its paths are the repository's
+            server.kubectl(*[str(REPO / a) if a.startswith("manifests/") else a for a in step])
         statefulset = server.get("statefulset", "metacontroller", "--namespace=metacontroller")
         policy = server.get("validatingadmissionpolicy", GUARD)
+        budget = server.get("pdb", "metacontroller", "--namespace=metacontroller")
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]
-    assert container["args"] == ARGS
+    assert container["args"] == ARGS, "the same as the one-command install"
+    assert statefulset["spec"]["replicas"] == 2
+    assert budget["spec"]["maxUnavailable"] == 1
     assert policy["metadata"]["name"] == GUARD

@@ -45,6 +45,7 @@ from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 
 from .controllers import GARBAGE_COLLECTOR, kube_controllers
+from .documented import shell_block
 from .scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 REPO = Path(__file__).resolve().parents[2]
@@ -87,11 +88,9 @@ def stack(
 
 
 def switching_commands() -> list[str]:
-    """The shell blocks of the page's "Switching a cluster" section, in order."""
-    text = PAGE.read_text()
-    section = text.split("## Switching a cluster that has training-operator's MXJob CRD")[1]
-    section = section.split("\n## ")[0]
-    return re.findall(r"^\s*```sh\n(.*?)^\s*```", section, re.M | re.S)
+    """The page's steps 1, 2 and 4 (the render check, the listing and delete, the install)."""
+    needles = ("python -m app render", "kubectl delete mxjob", "kubectl apply --server-side")
+    return [shell_block(PAGE, needle) for needle in needles]
 
 
 def shell(stack: Stack, script: str) -> subprocess.CompletedProcess[str]:
