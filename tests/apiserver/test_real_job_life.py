@@ -155,9 +155,12 @@ def test_suspend_and_resume(real_stack: RealStack, rest: Rest, namespace: str) -
     """Resuming starts a new run: first attempts again, and restartCount from 0."""
     document = dist_cpu()
     job = run_job(real_stack.apiserver, rest, namespace, document)
-    Kubelet(rest, namespace).exit(f"{DIST}-worker-1", 137)
+    kubelet = Kubelet(rest, namespace)
+    kubelet.exit(f"{DIST}-worker-1", 137)
     wait_for(lambda: f"{DIST}-worker-1-r1" in job.state().pods, "a replacement")
-    wait_for(job.status, "one restart", until=lambda status: status.get("restartCount") == 1)
+    kubelet.run(f"{DIST}-worker-1-r1")
+    job.reaches(State(RUNNING, pods("Running", *ALL[:4], f"{DIST}-worker-1-r1"), ALL), "running")
+    assert job.status()["restartCount"] == 1
 
     document["spec"]["runPolicy"]["suspend"] = True
     job.apply(document)
