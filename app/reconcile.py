@@ -7,6 +7,7 @@ from typing import Any
 from app import builders, children, conditions, envelope, events, gang, status
 from app.defaults import SpecError
 from app.envelope import ObjectMeta
+from app.times import sooner
 from app.validation import validated_spec
 
 
@@ -57,7 +58,9 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     desired, resync = children.desired(job, owned, decision, previous, now)
     if events.declared(request.children):
         observed = request.observed(events.CHILD_TYPE)
-        desired += events.story(meta, decision.conditions, observed, now)
+        story = events.story(meta, decision.conditions, observed, now)
+        desired += story
+        resync = sooner(resync, events.expiry_in(story, now))
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
 
 
