@@ -47,6 +47,10 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     owned = children.owned(request, meta.name, spec)
     decision = status.decide(meta.name, spec, owned.replicas, previous, now)
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
+    if _first(request, previous):
+        # Staged: Metacontroller writes the status only after every child of the answer, so
+        # the first answer is the status alone; writing it brings the sync that asks for all.
+        return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
     job = builders.job_context(
         meta.name,
         meta.namespace,
@@ -62,6 +66,11 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         desired += story
         resync = sooner(resync, events.expiry_in(story, now))
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
+
+
+def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
+    """A job's first sync: no condition yet and no child of any type."""
+    return not previous.conditions and not any(request.children.values())
 
 
 def _result(

@@ -69,6 +69,9 @@ def _render_one(n: int, job: Any, now: datetime, namespace: str) -> list[Any]:
     request = {"parent": job, "children": {kind: {} for kind in CHILD_TYPES}}
     try:
         answer = sync(request, now)
+        if not answer["children"]:
+            # A new job's first answer is its status alone: the sync its write brings creates.
+            answer = sync(request | {"parent": job | {"status": answer["status"]}}, now)
     except envelope.BadRequest as err:
         raise RenderError(f"document {n + 1}: {err}") from None
     return [job | {"status": answer["status"]}, *answer["children"]]

@@ -12,7 +12,7 @@ from app.envelope import ObjectMeta
 from app.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, expiry_in, story
 from app.reconcile import sync
 from tests.kustomize import documents
-from tests.support import NOW, UID, mxjob, request, train_spec
+from tests.support import UID, created, mxjob, request, train_spec
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = ObjectMeta(name="mnist", namespace="default", uid=UID)
@@ -252,11 +252,11 @@ def test_a_job_at_rest_with_events_asks_for_the_sync_that_drops_the_oldest() -> 
 def test_sync_returns_events_only_when_declared(
     declared: dict[str, list[dict[str, Any]]], events: list[str]
 ) -> None:
-    answer = sync(request(mxjob(train_spec()), others=declared), NOW)
+    answer = created(request(mxjob(train_spec()), others=declared))
     found = [c["metadata"]["name"] for c in answer["children"] if c["kind"] == "Event"]
     assert found == events
     assert len(answer["children"]) == 10 + len(events)
-    assert answer["status"] == sync(request(mxjob(train_spec())), NOW)["status"]
+    assert answer["status"] == created(request(mxjob(train_spec())))["status"]
 
 
 def test_an_invalid_spec_keeps_the_observed_events_and_adds_none() -> None:

@@ -214,7 +214,6 @@ CONFIGMAP = ("life 1/100/1000",)
 class Setting:
     name: str
     flags: tuple[str, ...]
-    staged: bool = False  # the hook's first answer staged (scripts/bench/staged.py)
     # MX_CONFIG inline in every pod, as the previous release shipped it: a CompositeController
     # without the ConfigMap child type, and a hook with that release's 192 MiB body limit.
     inline: bool = False
