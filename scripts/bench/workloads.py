@@ -127,7 +127,7 @@ def running_job_request(size: Size, config_map: bool = True) -> dict[str, Any]:
     MX_CONFIG, as before the ConfigMap."""
     parent = s.mxjob(s.train_spec(size.servers, size.workers, policy="OnFailure"))
     types = [CONFIG_MAP] if config_map else []
-    answer = sync(s.request(parent, others={t: [] for t in types}), s.NOW)
+    answer = s.created(s.request(parent, others={t: [] for t in types}))
     for _ in range(2):
         pods = [_as_cluster_shows(p, **_running_status()) for p in s.pods_of(answer)]
         services = [_as_cluster_shows(c) for c in s.services_of(answer)]

@@ -13,7 +13,6 @@ from typing import Any
 import yaml
 
 from app import envelope
-from app.reconcile import sync
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests import support as s
@@ -40,10 +39,11 @@ def _sample_key(child: dict[str, Any]) -> tuple[str, str]:
 
 
 def sample_children(server: ApiServer, parent: dict[str, Any], now: datetime) -> Sampled:
-    """The hook's first answer for `parent`, and the first child of each kind and replica
-    type written as Metacontroller writes it (with its last-applied annotation), pods run."""
+    """The hook's answer that creates `parent`'s children (after its first answer, the status
+    alone), and the first child of each kind and replica type written as Metacontroller writes
+    it (with its last-applied annotation), pods run."""
     request = s.request(parent, others={envelope.CONFIG_MAP: []})
-    answer = sync(copy.deepcopy(request), now)
+    answer = s.created(request, now)
     first: dict[tuple[str, str], dict[str, Any]] = {}
     for child in answer["children"]:
         first.setdefault(_sample_key(child), child)
