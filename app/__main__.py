@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from app import __version__, server, settings
-from app.render import RenderError, render_report
+from app.render import CHILD_TYPES, INLINE_CHILD_TYPES, RenderError, render_report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,17 +29,24 @@ def main(argv: list[str] | None = None) -> int:
         help="show each container's env as its process reads it: ConfigMap references "
         "resolved and $(VAR) expanded, as the kubelet does",
     )
+    dry_run.add_argument(
+        "--no-configmaps",
+        action="store_true",
+        help="as under a CompositeController that declares no ConfigMap children: MX_CONFIG "
+        "whole in every pod, and the size rule of that layout",
+    )
     args = parser.parse_args(argv)
     if args.command == "serve":
         server.run(settings.from_env(), args.host, args.port)
         return 0
-    return _render(args.file, args.namespace, args.expand)
+    child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
+    return _render(args.file, args.namespace, args.expand, child_types)
 
 
-def _render(path: str, namespace: str, expand: bool) -> int:
+def _render(path: str, namespace: str, expand: bool, child_types: tuple[str, ...]) -> int:
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        rendered = render_report(text, datetime.now(UTC), namespace, expand)
+        rendered = render_report(text, datetime.now(UTC), namespace, expand, child_types)
     except (OSError, UnicodeDecodeError, RenderError) as err:
         print(f"render: {path}: {err}", file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import orjson
@@ -123,6 +124,31 @@ class Readers:
     old_keys: bool = False
     # Whole, through `envFrom`, as this version makes them.
     env_from: bool = False
+    # Not at all: MX_CONFIG whole in their own env, made under a CompositeController that
+    # declared no ConfigMaps.
+    inline: bool = False
+
+
+class Layout(Enum):
+    """Where a job's pods find MX_CONFIG's shared parts, which decides how large its sync
+    requests grow (the size rule, app/validation.py)."""
+
+    # In the job's ConfigMap, through `envFrom`: a pod is O(1).
+    CONFIG_MAP = "ConfigMap"
+    # In the job's ConfigMap under release 0.1.0's keys, read key by key, with every DMLC_*
+    # variable in the pod's own env: a pod is O(1).
+    RELEASE_0_1_0 = "release 0.1.0"
+    # Whole in every container's env: a pod is O(replicas), a sync request O(replicas^2).
+    INLINE = "inline"
+
+
+def layout(config_map: bool, observed: Readers) -> Layout:
+    """The layout whose requests the size rule must bound: inline without ConfigMap children
+    or while an observed pod carries MX_CONFIG whole (its env never changes), release
+    0.1.0's while a pod reads its keys."""
+    if not config_map or observed.inline:
+        return Layout.INLINE
+    return Layout.RELEASE_0_1_0 if observed.old_keys else Layout.CONFIG_MAP
 
 
 def job_context(
@@ -137,11 +163,13 @@ def job_context(
     children; `observed`: how the job's observed pods read the ConfigMap."""
     legacy = config_map and observed.old_keys
     shared = _shared_parts(name, spec)
-    # MX_CONFIG's shared parts as each pod's text has them: themselves, or `$(VAR)`
-    # references the kubelet replaces with them. Either way the process reads the same bytes;
-    # nothing else in the text has a `$` to escape.
+    # MX_CONFIG's shared parts as each pod's text has them: `$(VAR)` references the kubelet
+    # replaces with them (a value it substitutes is not expanded again), or themselves with
+    # every `$` doubled, since the kubelet expands the text (`$$` to `$`, `$(NAME)` to a
+    # variable) and a label holds the user's text. Either way the process reads the same bytes.
     parts = {
-        key: f"$({variable})" if config_map else shared[variable] for variable, key in SHARED_PARTS
+        key: f"$({variable})" if config_map else kubelet_literal(shared[variable])
+        for variable, key in SHARED_PARTS
     }
     # One `envFrom` of the job's ConfigMap, after the template's own sources (among
     # `envFrom` sources a later one wins, so none of the user's overrides ours).
@@ -168,12 +196,18 @@ def job_context(
     )
 
 
+def kubelet_literal(text: str) -> str:
+    """`text` as an env `value` that the kubelet's `$(VAR)` expansion turns into `text`
+    itself: every `$` doubled (`$$` expands to `$`, and nothing else does)."""
+    return text.replace("$", "$$")
+
+
 def readers(pods: Iterable[Any], name: str) -> Readers:
     """How these observed pods read the job's ConfigMap, in any order. Pods are never
     updated (OnDelete), so a pod keeps its env for life, and a container that restarts in it
     must still find what it reads."""
     wanted = config_map_name(name)
-    old_keys = env_from = False
+    old_keys = env_from = inline = False
     # Every container of every observed pod on every sync: one flat loop, no call per
     # container where its `envFrom` names no ConfigMap of the job's.
     for pod in pods:
@@ -193,7 +227,18 @@ def readers(pods: Iterable[Any], name: str) -> Readers:
             else:
                 if not old_keys:
                     old_keys = _reads_old_keys(container.get("env"), wanted)
-    return Readers(old_keys, env_from)
+                if not inline:
+                    inline = _carries_whole_mx_config(container.get("env"))
+    return Readers(old_keys, env_from, inline)
+
+
+def _carries_whole_mx_config(env: Any) -> bool:
+    """Whether MX_CONFIG's text holds the cluster itself, not a reference to it."""
+    for var in env if isinstance(env, list) else ():
+        if isinstance(var, dict) and var.get("name") == "MX_CONFIG":
+            value = var.get("value")
+            return isinstance(value, str) and value.startswith('{"cluster":{')
+    return False
 
 
 def _reads_old_keys(env: Any, config_map: str) -> bool:
@@ -323,12 +368,38 @@ def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
     task = 0
     for rtype, replica in spec.mxReplicaSpecs.items():
         n, kind = replica.replicas, rtype.lowered
-        entry = len('{"port":,"url":"--"}') + len(str(main_port(replica))) + len(name) + len(kind)
-        cluster += len(f'"{kind}":[]') + n * entry + _digits(n) + max(n - 1, 0)
+        cluster += _cluster_length(name, rtype, replica)
         if n:
             task = max(task, len(f'"task":{{"index":,"type":"{kind}"}}}}') + len(str(n - 1)))
-    labels = _compact({t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()})
+    labels = labels_text(spec)
     return len('{"cluster":}') + cluster + len(',"labels":,') + len(labels) + task
+
+
+def labels_text(spec: MXJobSpec) -> str:
+    """MX_CONFIG's `labels` map as the process reads it."""
+    return _compact({t.lowered: tuner_label(r) for t, r in spec.mxReplicaSpecs.items()})
+
+
+def cluster_text_counts(name: str, spec: MXJobSpec) -> tuple[int, int, int, int]:
+    """MX_CONFIG's `cluster` map as (characters, `"`, `{`/`[`, `,`), from the counts alone
+    as `mx_config_bytes` works it out: no name or port needs escaping in JSON or for the
+    kubelet."""
+    between = max(len(spec.mxReplicaSpecs) - 1, 0)  # commas between types
+    length, quotes, brackets, commas = 2 + between, 0, 1, between
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        n = replica.replicas
+        length += _cluster_length(name, rtype, replica)
+        quotes += 2 + 6 * n
+        brackets += 1 + n
+        commas += n + max(n - 1, 0)
+    return length, quotes, brackets, commas
+
+
+def _cluster_length(name: str, rtype: ReplicaType, replica: ReplicaSpec) -> int:
+    """The characters of one replica type's `"<type>":[...]` in MX_CONFIG's `cluster`."""
+    n, kind = replica.replicas, rtype.lowered
+    entry = len('{"port":,"url":"--"}') + len(str(main_port(replica))) + len(name) + len(kind)
+    return len(f'"{kind}":[]') + n * entry + _digits(n) + max(n - 1, 0)
 
 
 def _digits(n: int) -> int:
@@ -376,6 +447,15 @@ def config_map(job: JobContext) -> dict[str, Any]:
     if job.legacy_keys:
         data |= {key: job.shared[variable] for variable, key in SHARED_PARTS}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+
+
+def own_env(name: str, spec: MXJobSpec, config_map: bool) -> tuple[dict[str, Any], ...]:
+    """What a container of release 0.1.0's layout (`config_map`) or of the inline one
+    carries in its env beyond this version's ConfigMap layout, besides MX_CONFIG's text: the
+    job-wide variables, and 0.1.0's `cluster` key reference (its `labels` one is no longer
+    than this version's one, REQUIRED_KEY's)."""
+    job_wide = (*_dmlc_env(name, spec), {"name": "DMLC_USE_KUBERNETES", "value": "1"})
+    return (_shared_env(name)[0], *job_wide) if config_map else job_wide
 
 
 def _dmlc_env(name: str, spec: MXJobSpec) -> tuple[dict[str, str], ...]:

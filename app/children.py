@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from app import builders, conditions, envelope, gang
+from app import builders, conditions, envelope, gang, kueue
 from app.applied import applied_configuration
 from app.pods import Attempt, observe
 from app.replicas import Replica, recorded_attempts, replicas_of
@@ -44,21 +44,33 @@ def owned(request: envelope.SyncRequest, name: str, spec: MXJobSpec) -> Owned:
 
 
 def desired(
-    job: builders.JobContext, owned: Owned, decision: Decision, previous: Previous, now: datetime
+    job: builders.JobContext,
+    owned: Owned,
+    decision: Decision,
+    previous: Previous,
+    now: datetime,
+    queue: kueue.Gate | None = None,
 ) -> tuple[list[Child], int]:
-    """The children the job should have, and the resync delay its timers need."""
-    children, resync = _pods_and_services(job, owned, decision, previous, now)
+    """The children the job should have, and the resync delay its timers need; `queue`:
+    Kueue's say, if it has one."""
+    children, resync = _pods_and_services(job, owned, decision, previous, now, queue)
     children[:0] = _job_children(job) if children else []
     return children, resync
 
 
 def _pods_and_services(
-    job: builders.JobContext, owned: Owned, decision: Decision, previous: Previous, now: datetime
+    job: builders.JobContext,
+    owned: Owned,
+    decision: Decision,
+    previous: Previous,
+    now: datetime,
+    queue: kueue.Gate | None,
 ) -> tuple[list[Child], int]:
     if not conditions.finished(decision.conditions):
-        if job.spec.runPolicy.suspend:
+        if job.spec.runPolicy.suspend or (queue is not None and queue.wait):
             return [], 0
-        return _running(job, owned.replicas), decision.resync_after
+        pod_sets = queue.pod_sets if queue is not None else {}
+        return _running(job, owned.replicas, pod_sets), decision.resync_after
     if not previous.finished:
         # The deciding sync removes nothing: the evidence outlives the decision.
         return _kept(job, owned.attempts, owned.replicas), 0
@@ -67,6 +79,12 @@ def _pods_and_services(
         return [], 0
     kept = [a for a in owned.attempts if _survives_cleanup(job.spec, decision.conditions, a)]
     return _kept(job, kept, owned.replicas), ttl_left or 0
+
+
+def workload(job: builders.JobContext, queue: str, prio: kueue.Priority | None) -> Child:
+    """The job's Workload, its pod sets' templates being its first pods as they are built."""
+    templates = {t: kueue.pod_template(builders.pod(job, t, 0, 0, 0)) for t in job.spec.types()}
+    return kueue.workload(job.name, job.namespace, queue, templates, job.spec, prio)
 
 
 def _job_children(job: builders.JobContext) -> list[Child]:
@@ -82,9 +100,15 @@ def _job_children(job: builders.JobContext) -> list[Child]:
     return out
 
 
-def _running(job: builders.JobContext, replicas: list[Replica]) -> list[Child]:
-    pods, services = [], []
+def _running(
+    job: builders.JobContext,
+    replicas: list[Replica],
+    pod_sets: dict[ReplicaType, kueue.PodSetInfo],
+) -> list[Child]:
+    pods: list[Child] = []
+    services = []
     for replica in replicas:
+        first = len(pods)
         going_on = replica.going_on()
         if going_on is not None:
             # The usual case: one pod, which goes on as it is.
@@ -98,6 +122,10 @@ def _running(job: builders.JobContext, replicas: list[Replica]) -> list[Child]:
                 builders.pod(job, replica.rtype, replica.index, n, r)
                 for n, r in sorted(wanted.items())
             ]
+        admitted = pod_sets.get(replica.rtype)
+        if admitted is not None:
+            for built in pods[first:]:
+                kueue.inject(built, admitted)
         services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services
 

@@ -13,7 +13,9 @@ FAILED = "Failed"
 # Not terminal: an edit of a job that has children broke its spec; those children are kept
 # as they are until the spec is valid again, and the condition then goes away.
 INVALID_SPEC = "InvalidSpec"
-TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED, INVALID_SPEC)
+# Under Kueue: True while the job waits for its Workload to be admitted (docs/kueue.md).
+QUEUED = "Queued"
+TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED, INVALID_SPEC, QUEUED)
 _EXCLUSIVE = {RUNNING: RESTARTING, RESTARTING: RUNNING}
 _STATUSES = ("True", "False", "Unknown")
 _FIELDS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")

@@ -4,9 +4,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app import builders, children, conditions, envelope, events, gang, status
+from app import builders, children, conditions, envelope, events, gang, kueue, status
 from app.defaults import SpecError
 from app.envelope import ObjectMeta
+from app.spec import MXJobSpec
 from app.times import sooner
 from app.validation import validated_spec
 
@@ -37,15 +38,20 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     meta = request.parent.metadata
     has_children = children.has_pods_or_services(request)
     previous = status.read_previous(request.parent.status, has_children)
+    config_map = envelope.CONFIG_MAP in request.children
+    readers = builders.readers(request.children.get(envelope.POD, {}).values(), meta.name)
     try:
-        spec = validated_spec(meta.name, request.parent.spec)
+        layout = builders.layout(config_map, readers)
+        fresh = builders.layout(config_map, builders.Readers())
+        spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
     except SpecError as err:
         job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
         return _result(meta, job_status, children.as_they_are(request), 0, replicas=0)
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
     owned = children.owned(request, meta.name, spec)
-    decision = status.decide(meta.name, spec, owned.replicas, previous, now)
+    queue = _kueue_gate(request, spec, previous)
+    decision = status.decide(meta.name, spec, owned.replicas, previous, now, queue)
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so
@@ -56,10 +62,14 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         meta.namespace,
         spec,
         gang.declared(request.children),
-        config_map=envelope.CONFIG_MAP in request.children,
-        observed=builders.readers(request.children.get(envelope.POD, {}).values(), meta.name),
+        config_map=config_map,
+        observed=readers,
     )
-    desired, resync = children.desired(job, owned, decision, previous, now)
+    desired, resync = children.desired(job, owned, decision, previous, now, queue)
+    if queue is not None and queue.wants_workload and not conditions.finished(decision.conditions):
+        labels = meta.model_extra.get("labels") if meta.model_extra else None
+        prio = kueue.priority(labels, spec, request.related)
+        desired.append(children.workload(job, kueue.queue_name(labels) or "", prio))
     if events.declared(request.children):
         observed = request.observed(events.CHILD_TYPE)
         story = events.story(meta, decision.conditions, observed, now)
@@ -71,6 +81,30 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
 def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
     """A job's first sync: no condition yet and no child of any type."""
     return not previous.conditions and not any(request.children.values())
+
+
+def _kueue_gate(
+    request: envelope.SyncRequest, spec: MXJobSpec, previous: status.Previous
+) -> kueue.Gate | None:
+    """Kueue's say over this sync: None unless the controller declares Workload children
+    and the job is, or was, queued."""
+    if not kueue.declared(request.children):
+        return None
+    meta = request.parent.metadata
+    labels = meta.model_extra.get("labels") if meta.model_extra else None
+    observed = {w.get("metadata", {}).get("name"): w for w in request.observed(kueue.WORKLOAD_TYPE)}
+    view = kueue.JobView(
+        name=meta.name,
+        queue=kueue.queue_name(labels),
+        workload=observed.get(kueue.workload_name(meta.name)),
+        live_pods=any(
+            not (p.get("metadata") or {}).get("deletionTimestamp")
+            for p in request.observed(envelope.POD)
+        ),
+        finished=previous.finished,
+        suspended=spec.runPolicy.suspend,
+    )
+    return kueue.gate(view, previous.conditions, request.related, spec)
 
 
 def _result(

@@ -12,6 +12,8 @@ from app.status import REASON_INVALID
 
 # What the CompositeController in metacontroller/ declares.
 CHILD_TYPES = (envelope.CONFIG_MAP, envelope.POD, envelope.SERVICE)
+# What one that declares no ConfigMaps does (MX_CONFIG whole in every pod).
+INLINE_CHILD_TYPES = (envelope.POD, envelope.SERVICE)
 
 
 class RenderError(Exception):
@@ -26,15 +28,26 @@ class Rendered:
     invalid: list[str]
 
 
-def render(text: str, now: datetime, namespace: str = "default", expand: bool = False) -> str:
-    """Each MXJob in `text` with the status the hook gives it, then its children. With
-    `expand`, each pod's containers show the environment their processes would start with
-    (ConfigMap references resolved, `$(VAR)` expanded, as the kubelet does)."""
-    return render_report(text, now, namespace, expand).text
+def render(
+    text: str,
+    now: datetime,
+    namespace: str = "default",
+    expand: bool = False,
+    child_types: tuple[str, ...] = CHILD_TYPES,
+) -> str:
+    """Each MXJob in `text` with the status the hook gives it, then its children, under a
+    CompositeController that declares `child_types`. With `expand`, each pod's containers
+    show the environment their processes would start with (ConfigMap references resolved,
+    `$(VAR)` expanded, as the kubelet does)."""
+    return render_report(text, now, namespace, expand, child_types).text
 
 
 def render_report(
-    text: str, now: datetime, namespace: str = "default", expand: bool = False
+    text: str,
+    now: datetime,
+    namespace: str = "default",
+    expand: bool = False,
+    child_types: tuple[str, ...] = CHILD_TYPES,
 ) -> Rendered:
     """As `render`, also naming each job whose spec the hook refuses (so a CLI can fail)."""
     try:
@@ -48,7 +61,7 @@ def render_report(
     out: list[Any] = []
     invalid: list[str] = []
     for n, document in enumerate(documents):
-        job, *children = _render_one(n, document, now, namespace)
+        job, *children = _render_one(n, document, now, namespace, child_types)
         out += _expanded([job, *children]) if expand else [job, *children]
         for condition in job["status"].get("conditions", []):
             if condition.get("reason") == REASON_INVALID and condition.get("status") == "True":
@@ -60,13 +73,15 @@ def _is_list(document: Any) -> bool:
     return isinstance(document, dict) and document.get("kind") in {"List", "MXJobList"}
 
 
-def _render_one(n: int, job: Any, now: datetime, namespace: str) -> list[Any]:
+def _render_one(
+    n: int, job: Any, now: datetime, namespace: str, child_types: tuple[str, ...]
+) -> list[Any]:
     if not isinstance(job, dict) or job.get("kind") != "MXJob":
         raise RenderError(f"document {n + 1} is not an MXJob")
     meta = job.get("metadata")
     if isinstance(meta, dict) and not meta.get("namespace"):
         job = job | {"metadata": meta | {"namespace": namespace}}
-    request = {"parent": job, "children": {kind: {} for kind in CHILD_TYPES}}
+    request = {"parent": job, "children": {kind: {} for kind in child_types}}
     try:
         answer = sync(request, now)
         if not answer["children"]:

@@ -7,6 +7,7 @@ from typing import Any
 
 from app import conditions as c
 from app.conditions import Condition
+from app.kueue import Gate
 from app.pods import Attempt, describe_exit
 from app.replicas import Replica, Verdict
 from app.spec import MXJobSpec, ReplicaType
@@ -78,9 +79,15 @@ def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
 
 
 def decide(
-    name: str, spec: MXJobSpec, replicas: list[Replica], previous: Previous, now: datetime
+    name: str,
+    spec: MXJobSpec,
+    replicas: list[Replica],
+    previous: Previous,
+    now: datetime,
+    queue: Gate | None = None,
 ) -> Decision:
-    """Conditions, start time and resync delay for a valid job."""
+    """Conditions, start time and resync delay for a valid job; `queue`: Kueue's say, if it
+    has one."""
     at = format_time(now)
     conds = previous.conditions
     if previous.finished:
@@ -90,6 +97,14 @@ def decide(
     )
     if spec.runPolicy.suspend:
         return Decision(_suspend(name, conds, at), None, 0)
+    if queue is not None and queue.condition is not None:
+        conds = c.set_condition(conds, c.QUEUED, *queue.condition, at, new_message=True)
+    if queue is not None and queue.wait:
+        # Like suspend: no pods, a Running job is no longer, and no start time until admitted.
+        _, reason, message = queue.condition or ("", "", "")
+        if c.is_true(conds, c.RUNNING) or c.is_true(conds, c.RESTARTING):
+            conds = c.set_condition(conds, c.RUNNING, "False", reason, message, at)
+        return Decision(conds, None, 0)
     if c.is_true(conds, c.SUSPENDED):
         resumed = f"MXJob {name} is resumed."
         conds = c.set_condition(conds, c.SUSPENDED, "False", REASON_RESUMED, resumed, at)

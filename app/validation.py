@@ -2,12 +2,14 @@
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
-from app.builders import main_container, mx_config_bytes, service_port
+from app import builders
+from app.builders import Layout, main_container, mx_config_bytes, service_port
 from app.defaults import LEGACY_RUN_POLICY_FIELDS, SpecError, normalise
 from app.names import MAIN_CONTAINER, MAX_NAME, child_name
 from app.parsecost import PARSE_BUDGET, cost_of
@@ -79,11 +81,19 @@ _GO_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
-def validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
+def validated_spec(
+    job_name: str,
+    raw_spec: Any,
+    layout: Layout = Layout.CONFIG_MAP,
+    fresh: Layout | None = None,
+) -> MXJobSpec:
     """Return the defaulted, validated spec, or raise SpecError naming every broken rule, each
-    field where the user wrote it (a run-policy field in its legacy placement under `spec`)."""
+    field where the user wrote it (a run-policy field in its legacy placement under `spec`).
+    For the size rule, `layout` is the one the job's sync requests carry (`builders.layout`),
+    and `fresh` the one of pods all made anew (no observed pod): a suspended job's pods go,
+    and it resumes in that one, so it is judged in it."""
     try:
-        return _validated_spec(job_name, raw_spec)
+        return _validated_spec(job_name, raw_spec, layout, fresh or layout)
     except SpecError as err:
         raise SpecError(_as_written(raw_spec, err.problems)) from None
 
@@ -109,7 +119,7 @@ def _as_written(raw_spec: Any, problems: list[str]) -> list[str]:
     return out
 
 
-def _validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
+def _validated_spec(job_name: str, raw_spec: Any, layout: Layout, fresh: Layout) -> MXJobSpec:
     try:
         spec = MXJobSpec.model_validate(normalise(raw_spec))
     except ValidationError as err:
@@ -119,16 +129,25 @@ def _validated_spec(job_name: str, raw_spec: Any) -> MXJobSpec:
         problems += _template_problems(rtype, replica)
     if problems:
         raise SpecError(problems)
-    problems = size_problems(job_name, spec)
+    problems = size_problems(job_name, spec, fresh if spec.runPolicy.suspend else layout)
     if problems:
         raise SpecError(problems)
     return spec
 
 
-def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
+# What a refusal under the inline layout adds: its requests grow with the square of the job.
+_INLINE_HINT = (
+    " (every container carries the whole MX_CONFIG while the CompositeController declares no "
+    "ConfigMap children or a pod of the job was made under one that did not: declare them, "
+    "as metacontroller/compositecontroller.yaml does, and suspend and resume a running job, "
+    "and its pods stay small)"
+)
+
+
+def size_problems(job_name: str, spec: MXJobSpec, layout: Layout = Layout.CONFIG_MAP) -> list[str]:
     """The size rule: every process can start with its MX_CONFIG, and every sync of the job
     fits the hook's body limit and its parse budget with room to spare, once all of its
-    children exist."""
+    children exist in `layout`."""
     mx_config = mx_config_bytes(job_name, spec)
     if mx_config > MAX_MX_CONFIG:
         return [
@@ -136,25 +155,31 @@ def size_problems(job_name: str, spec: MXJobSpec) -> list[str]:
             f"a process's environment variable holds at most {MAX_MX_CONFIG:,}; use fewer "
             "replicas or a shorter job name"
         ]
-    request = sync_request_bytes(job_name, spec, mx_config)
+    hint = _INLINE_HINT if layout is Layout.INLINE else ""
+    request = sync_request_bytes(job_name, spec, mx_config, layout)
     if request > MAX_SYNC_BYTES:
         return [
             f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
             f"this job would carry about {request // MiB} MiB, more than "
-            f"{MAX_SYNC_BYTES // MiB} MiB; use fewer replicas or smaller pod templates"
+            f"{MAX_SYNC_BYTES // MiB} MiB; use fewer replicas or smaller pod templates{hint}"
         ]
-    cost = sync_request_parse_cost(job_name, spec, mx_config)
+    cost = sync_request_parse_cost(job_name, spec, mx_config, layout)
     if cost > MAX_SYNC_PARSE_COST:
         return [
             f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
             f"this job would take about {cost // MiB} MiB to parse, more than "
             f"{MAX_SYNC_PARSE_COST // MiB} MiB; use fewer replicas or pod templates of fewer "
-            "values (list entries, map keys)"
+            f"values (list entries, map keys){hint}"
         ]
     return []
 
 
-def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = None) -> int:
+def sync_request_bytes(
+    job_name: str,
+    spec: MXJobSpec,
+    mx_config: int | None = None,
+    layout: Layout = Layout.CONFIG_MAP,
+) -> int:
     """An upper estimate of a sync request's bytes once every child exists, given
     `mx_config_bytes` if it is known.
 
@@ -167,6 +192,11 @@ def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = N
     template of many small list entries). Under server-side apply there is no last-applied
     copy: the same estimate bounds that request with `G + X` to spare. The job-wide variables
     live in the job's ConfigMap (one `envFrom` and one required key reference per container).
+
+    The other layouts (`builders.Layout`) add to each container what its env carries beyond
+    that (`_layout_copies`): release 0.1.0's, the job-wide variables and a key reference, and
+    a ConfigMap that may hold MX_CONFIG's shared parts twice; the inline one, those variables
+    and MX_CONFIG's whole text, the job's size in every container, and no ConfigMap.
 
     The template's part follows the encoding (the copies are exact for a template of
     strings and atomic lists, `_fields` is from above); checked on the real API server
@@ -184,13 +214,22 @@ def sync_request_bytes(job_name: str, spec: MXJobSpec, mx_config: int | None = N
     """
     if mx_config is None:
         mx_config = mx_config_bytes(job_name, spec)
-    total = 2 * mx_config  # the ConfigMap and its last-applied copy
-    for replica in spec.mxReplicaSpecs.values():
-        total += replica.replicas * _replica_estimates(job_name, replica.template)[0]
+    layouts = _layout_copies(job_name, spec, layout)
+    total = 2 * mx_config if layout is Layout.CONFIG_MAP else layouts.config_map[0]
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        per_container = layouts.by_type[rtype][0] * _containers(replica.template)
+        total += replica.replicas * (
+            _replica_estimates(job_name, replica.template)[0] + per_container
+        )
     return total
 
 
-def sync_request_parse_cost(job_name: str, spec: MXJobSpec, mx_config: int | None = None) -> int:
+def sync_request_parse_cost(
+    job_name: str,
+    spec: MXJobSpec,
+    mx_config: int | None = None,
+    layout: Layout = Layout.CONFIG_MAP,
+) -> int:
     """An upper estimate of a sync request's parse_cost (app/parsecost.py) once every child
     exists, given `mx_config_bytes` if it is known: `sync_request_bytes`'s bytes, and its
     `{`/`[` and `,` counted the same way, replica by replica.
@@ -203,16 +242,109 @@ def sync_request_parse_cost(job_name: str, spec: MXJobSpec, mx_config: int | Non
     in the last-applied annotation (structure inside a string counts, as parse_cost counts
     it), and its managedFields, an object per field and per keyed entry (`_fields`).
     Under server-side apply there is no last-applied copy: the same estimate bounds it.
+    The other layouts add to each container what `_layout_copies` counts, as the bytes do.
     Checked on the real API server under the real Metacontroller, both strategies
     (tests/apiserver/test_size_estimate.py), and against the largest admitted jobs'
     requests (tests/apiserver/test_worst_case.py); the figures are in docs/reliability.md."""
     if mx_config is None:
         mx_config = mx_config_bytes(job_name, spec)
     replicas = sum(replica.replicas for replica in spec.mxReplicaSpecs.values())
-    total = 2 * cost_of(replicas + 16, 2 * replicas + 16, mx_config)
-    for replica in spec.mxReplicaSpecs.values():
-        total += replica.replicas * _replica_estimates(job_name, replica.template)[1]
+    layouts = _layout_copies(job_name, spec, layout)
+    total = (
+        2 * cost_of(replicas + 16, 2 * replicas + 16, mx_config)
+        if layout is Layout.CONFIG_MAP
+        else cost_of(*layouts.config_map[1:], layouts.config_map[0])
+    )
+    for rtype, replica in spec.mxReplicaSpecs.items():
+        extra = layouts.by_type[rtype]
+        containers = _containers(replica.template)
+        per_container = cost_of(extra[1], extra[2], extra[0]) * containers
+        total += replica.replicas * (
+            _replica_estimates(job_name, replica.template)[1] + per_container
+        )
     return total
+
+
+Copies = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class _LayoutCopies:
+    """What a layout adds to the ConfigMap layout's estimate, as `_copies` counts: the
+    ConfigMap's part, and each container's by replica type."""
+
+    config_map: Copies
+    by_type: dict[ReplicaType, Copies]
+
+
+# `_layout_copies` of the jobs seen last, by what it reads: the name, the layout and each
+# replica type's count, port and label. A job is validated at every sync and both estimates
+# use it (about 1 ms for a job of three types, walked). Bounded like `_ESTIMATES`.
+_LAYOUTS: dict[tuple[Any, ...], _LayoutCopies] = {}
+
+
+def _layout_copies(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCopies:
+    """The env a container of `layout` carries beyond the ConfigMap layout's, in the pod and
+    its last-applied copy and managedFields (`_copies`), from above: the job-wide variables
+    (and release 0.1.0's key references) and, inline, the longest MX_CONFIG text of the type
+    as the pod writes it (`builders.kubelet_literal`). Release 0.1.0's ConfigMap may hold
+    MX_CONFIG's shared parts under its keys and under this version's: twice the text.
+    Remembered (bounded)."""
+    if layout is Layout.CONFIG_MAP:
+        return _LayoutCopies((0, 0, 0), dict.fromkeys(spec.mxReplicaSpecs, (0, 0, 0)))
+    types = tuple(
+        (rtype, replica.replicas, builders.main_port(replica), builders.tuner_label(replica))
+        for rtype, replica in spec.mxReplicaSpecs.items()
+    )
+    key = (job_name, layout, *types)
+    found = _LAYOUTS.get(key)
+    if found is None:
+        found = _layout_walked(job_name, spec, layout)
+        if sum(len(label) for *_, label in types) <= _ESTIMATES_KEY_MOST:
+            if len(_LAYOUTS) >= _ESTIMATES_MOST:
+                _LAYOUTS.clear()
+            _LAYOUTS[key] = found
+    return found
+
+
+def _layout_walked(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCopies:
+    own = _copies(list(builders.own_env(job_name, spec, layout is Layout.RELEASE_0_1_0)))
+    cluster = builders.cluster_text_counts(job_name, spec)
+    labels = builders.kubelet_literal(builders.labels_text(spec))
+    texts = {
+        rtype: _mx_config_copies(cluster, labels, rtype, spec.replicas(rtype))
+        for rtype in spec.mxReplicaSpecs
+    }
+    if layout is Layout.RELEASE_0_1_0:
+        longest = max(texts.values(), default=(0, 0, 0))
+        return _LayoutCopies(_sum(longest, longest), dict.fromkeys(texts, own))
+    return _LayoutCopies((0, 0, 0), {rtype: _sum(own, text) for rtype, text in texts.items()})
+
+
+def _mx_config_copies(
+    cluster: tuple[int, int, int, int], labels: str, rtype: ReplicaType, replicas: int
+) -> Copies:
+    """`_copies` of the longest MX_CONFIG text of a pod of `rtype` in the inline layout: its
+    `cluster` from the counts (`builders.cluster_text_counts`: in the pod's JSON and its
+    last-applied copy a letter costs 2 bytes, a `"` 6), the rest (`labels` as written)
+    written out."""
+    length, quotes, brackets, commas = cluster
+    before, after = builders.mx_config_around_index("", labels, rtype.lowered)
+    rest = before + str(max(replicas - 1, 0)) + after
+    return _sum(_copies(rest), (2 * length + 4 * quotes, 2 * brackets, 2 * commas))
+
+
+def _sum(*copies: Copies) -> Copies:
+    return (
+        sum(c[0] for c in copies),
+        sum(c[1] for c in copies),
+        sum(c[2] for c in copies),
+    )
+
+
+def _containers(template: dict[str, Any]) -> int:
+    """How many containers of the template get our env (init containers get none)."""
+    return len((template.get("spec") or {}).get("containers") or [])
 
 
 # The estimates of the templates seen last, by the name's length and the template's JSON: a job

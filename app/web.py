@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
-from app import __version__, envelope, metrics, settings
+from app import __version__, envelope, kueue, metrics, settings
 from app.auth import BearerToken
 from app.budget import ByteBudget
 from app.envelope import BadRequest, JobId, SyncRequest
@@ -85,6 +85,9 @@ _SYNC_RESPONSES: dict[int | str, dict[str, Any]] = {
     500: {"description": "A bug in the hook (logged)"} | _DETAIL,
     503: {"description": "Queued longer than the webhook timeout; retry"} | _DETAIL,
 }
+_CUSTOMIZE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: doc for code, doc in _SYNC_RESPONSES.items() if code != 200
+} | {200: {"description": "The related resources every job is synced with"}}
 _TEXT: dict[int | str, dict[str, Any]] = {
     200: {"content": {"text/plain": {"schema": {"type": "string"}}}}
 }
@@ -150,7 +153,9 @@ def create_app(config: settings.Settings) -> FastAPI:
         docs_url=None if token.enabled else "/docs",
         redoc_url=None if token.enabled else "/redoc",
     )
-    _add_sync(app, config, Admission(config, token))
+    admission = Admission(config, token)
+    _add_sync(app, config, admission)
+    _add_customize(app, config, admission)
     _add_openapi(app, token)
     _add_probes(app)
     return app
@@ -249,6 +254,44 @@ def _add_sync(app: FastAPI, config: settings.Settings, admission: Admission) -> 
                 _gone(seconds, "client went away before it had its answer")
 
         return _Pieces(done.body, taken)
+
+
+def _add_customize(app: FastAPI, config: settings.Settings, admission: Admission) -> None:
+    """POST /customize: Metacontroller's customize hook, with the Kueue component
+    (docs/kueue.md). Checked and read like /sync (token, size and time limits, 4xx for what is
+    not a request); the answer is the same for every job."""
+
+    @app.post("/customize", responses=_CUSTOMIZE_RESPONSES, response_model=None)
+    async def customize_hook(request: Request) -> Response:
+        started = time.perf_counter()
+        arrived = time.monotonic()
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                await admission.admit(request, arrived + config.webhook_timeout_seconds, stack)
+                body = await _read_body(request, config, arrived + config.read_seconds)
+                if len(body) > INLINE_BODY:
+                    deadline = arrived + config.webhook_timeout_seconds
+                    done = await admission.compute(request, deadline, lambda: _customized(body))
+                else:
+                    done = _customized(body)
+        except (Refused, ClientDisconnect, ClientGone) as err:
+            return _failed(err, time.perf_counter() - started)
+        if not isinstance(done, Answer):
+            return _failed(done, time.perf_counter() - started)
+        log.info("customize answered", extra={"status": 200, "body_bytes": done.body_bytes})
+        return Response(done.body, media_type="application/json")
+
+
+def _customized(body: bytearray) -> Reply:
+    try:
+        parsed = _parse(body)
+    except Refused as err:
+        return Refused(err.status, err.outcome, err.detail)
+    answer = kueue.customize(parsed)
+    job = envelope.job_of(parsed)
+    if answer is None:
+        return Refused(422, "bad_request", "not a customize request: no `parent` object", job)
+    return Answer(orjson.dumps(answer), "ok", 0, 0, job, len(body))
 
 
 def _add_openapi(app: FastAPI, token: BearerToken) -> None:

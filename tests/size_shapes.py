@@ -113,3 +113,30 @@ BY_PARSE_COST = [
     pytest.param("a", train(shape="1000-args"), 651, id="1000-args"),
 ]
 LARGEST = [*BY_MX_CONFIG, *BY_BYTES, *BY_PARSE_COST]
+
+
+def workers(n: int) -> dict[str, Any]:
+    """A train job of n replicas: one scheduler, the rest workers."""
+    return s.train_spec(servers=0, workers=n - 1)
+
+
+# The most replicas admitted under a CompositeController that declares no ConfigMaps (every
+# container carries the whole MX_CONFIG, so a request grows with the square of the job): the
+# parse cost binds for each.
+INLINE_LARGEST = [
+    pytest.param("a", train(), 515, id="one-letter-name"),
+    pytest.param("a" * 32, workers, 505, id="32-letter-name-workers"),
+    pytest.param("a", train(sidecars=3), 257, id="three-sidecars"),
+    pytest.param("tune", tune, 512, id="tune-job"),
+    pytest.param("a", train(env_bytes=20_000), 501, id="20-kb-template"),
+    pytest.param("a", train(shape="730-env-entries"), 170, id="730-env-entries"),
+]
+# The same for a job started by release 0.1.0 whose pods still read that release's keys (every
+# DMLC_* variable in each pod's env, a ConfigMap that may hold MX_CONFIG's parts twice):
+# MX_CONFIG binds for a long name, the parse cost for the rest.
+RELEASE_0_1_0_LARGEST = [
+    pytest.param("a", train(), 2926, id="one-letter-name"),
+    pytest.param("a" * 32, workers, 1971, id="32-letter-name-workers"),
+    pytest.param("a", train(sidecars=3), 1460, id="three-sidecars"),
+    pytest.param("tune", tune, 2925, id="tune-job"),
+]

@@ -87,6 +87,7 @@ CASES = {
     "volcano": ("volcano", (), ("--set", "gang=volcano")),
     "scheduler-plugins": ("scheduler-plugins", (), ("--set", "gang=scheduler-plugins")),
     "events": ("standalone", ("events",), ("--set", "events=true")),
+    "kueue": ("kueue", (), ("--set", "kueue=true")),
     "monitoring": (
         "standalone",
         ("monitoring", "networkpolicy-monitoring"),
@@ -100,6 +101,11 @@ CASES = {
             "--set-string",
             r"monitoring.namespaceSelector.kubernetes\.io/metadata\.name=monitoring",
         ),
+    ),
+    "kube-state-metrics": (
+        "standalone",
+        ("kube-state-metrics",),
+        ("--set", "monitoring.kubeStateMetrics.enabled=true"),
     ),
 }
 
@@ -239,3 +245,31 @@ def test_bad_values_fail_with_a_reason(
 def test_chart_version_is_the_app_version() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
     assert (chart["version"], chart["appVersion"]) == (__version__, __version__)
+
+
+def test_kube_state_metrics_values_name_its_service_account(helm: Callable[..., Any]) -> None:
+    """kube-prometheus-stack's kube-state-metrics: the binding's subject and the ConfigMap's
+    namespace follow the values."""
+    objects = template(
+        helm, "ml",
+        "--set", "monitoring.kubeStateMetrics.enabled=true",
+        "--set", "monitoring.kubeStateMetrics.serviceAccount.name=kps-kube-state-metrics",
+        "--set", "monitoring.kubeStateMetrics.serviceAccount.namespace=monitoring",
+    )  # fmt: skip
+    binding = objects["ClusterRoleBinding", "mxjob-controller-kube-state-metrics"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kps-kube-state-metrics", "namespace": "monitoring"}
+    ]
+    assert objects["ConfigMap", "mxjob-state-metrics"]["metadata"]["namespace"] == "monitoring"
+
+
+def test_kueues_customize_hook_is_called_like_the_sync_hook(helm: Callable[..., Any]) -> None:
+    """Same Service, namespace, timeout and bearer token; only the path differs."""
+    objects = template(
+        helm, "ml", "--set", "kueue=true", "--set", "tokenSecret.name=hook-token"
+    )  # fmt: skip
+    hooks = objects["CompositeController", "mxjob-controller"]["spec"]["hooks"]
+    sync, customize = hooks["sync"]["webhook"], hooks["customize"]["webhook"]
+    assert customize == sync | {"path": "/customize"}
+    assert customize["authorization"]["secretRef"]["namespace"] == "ml"
+    assert hooks["sync"]["version"] == "v2"

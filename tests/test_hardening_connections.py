@@ -18,6 +18,7 @@ import orjson
 import pytest
 import yaml
 
+from app import envelope
 from app.reconcile import sync
 from tests import support as s
 from tests.hardening import ROOT, Server, closed_by_peer, start, wait_for
@@ -27,10 +28,9 @@ LIMIT_KIB = 512 * 1024  # the promise: the hook stays within 512 MiB of RSS
 NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
 
 
-# The requests below are of a CompositeController that declares no ConfigMap (a hook
-# upgraded before its CompositeController): every pod's env then carries the whole cluster,
-# and sizes grow with the square of the job, which makes large bodies and answers cheap to
-# build.
+# The running jobs' requests below are of a CompositeController that declares no ConfigMap
+# (a hook upgraded before its CompositeController): every pod's env then carries the whole
+# cluster, and sizes grow with the square of the job, which makes large bodies cheap to build.
 
 
 @cache
@@ -46,8 +46,15 @@ def running(workers: int, kind: str = "MXJob") -> bytes:
 
 @cache
 def new_job(workers: int) -> bytes:
-    """A new job's sync request: a few hundred bytes, but an answer of 44 MiB for 1000."""
-    return orjson.dumps(s.request(s.mxjob(s.train_spec(1, workers))))
+    """A new job's sync request: a few hundred bytes, but an answer of 21 MiB for 1000 (each
+    pod carries its template's 20 KB variable; the size rule refuses a job that large whose
+    every pod would carry the whole cluster)."""
+    spec = s.train_spec(1, workers)
+    for replica in spec["mxReplicaSpecs"].values():
+        replica["template"]["spec"]["containers"][0]["env"] = [
+            {"name": "BIG", "value": "x" * 20_000}
+        ]
+    return orjson.dumps(s.request(s.mxjob(spec), others={envelope.CONFIG_MAP: []}))
 
 
 @contextmanager
@@ -246,7 +253,7 @@ def unread_answer(server: Server, request: bytes) -> socket.socket:
 
 
 def test_answers_nobody_reads_are_dropped_after_the_send_timeout() -> None:
-    """The issue's case, four of them: clients asking for a 1000-worker job's 44 MiB answer
+    """The issue's case, four of them: clients asking for a 1000-worker job's 21 MiB answer
     and reading none of it. Each connection is cut one send timeout after its answer
     started, and the answers' memory goes back."""
     with hook(MXJOB_SEND_TIMEOUT_SECONDS="1") as server, ExitStack() as stack:
@@ -290,7 +297,7 @@ def test_a_client_that_leaves_is_counted_and_logged_without_a_traceback() -> Non
 
 
 def test_a_client_that_left_while_queued_behind_a_large_sync_gets_no_work() -> None:
-    """A 1000-worker job's sync whose 44 MiB answer its client does not take overdraws a
+    """A 1000-worker job's sync whose 21 MiB answer its client does not take overdraws a
     16 MiB byte budget, so no other sync starts until that answer is taken or cut (the send
     timeout, 2 s). A client that sent its whole request meanwhile and left gets no work:
     counted `client_gone`, a warning that its sync never ran, and no answered sync; the one
@@ -379,7 +386,7 @@ def slow_body(server: Server, declared: int) -> int:
 def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
     """128 bodies of 7.8 MiB at once (1 GiB in all; at least one gets its 200, those over
     the byte budget 429, or 503 once queued past the webhook timeout), two clients not
-    reading 44 MiB answers, 20 idle and 10 slow-head connections, 8 clients that leave, and
+    reading 21 MiB answers, 20 idle and 10 slow-head connections, 8 clients that leave, and
     8 slow-body clients (a byte every half second; 3 of them declaring 7.8 MiB, which they
     hold in the budget), each answered 408 at the read deadline (8 s). Meanwhile small syncs
     and /healthz keep being answered, never as many /healthz in a row over the readiness

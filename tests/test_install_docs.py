@@ -1,4 +1,4 @@
-"""Every kustomization shown in docs/install.md and README.md, laid out as the text says (a
+"""Every kustomization shown in docs/install.md, README.md, docs/metrics.md and docs/katib.md, laid out as the text says (a
 folder beside the checkout's `manifests/`, `my-install/` where the block names it), builds with
 the real `kubectl kustomize`: every Deployment's image names a registry and a version, and every
 namespace its objects go to is created by the same build, but Kubeflow's `kubeflow`, which the
@@ -14,8 +14,10 @@ from app import __version__
 from tests.kustomize import documents
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = ["docs/install.md", "README.md"]
-EXISTING = {"kubeflow"}  # the kubeflow overlay's namespace: Kubeflow's, never created by us
+DOCS = ["docs/install.md", "README.md", "docs/metrics.md", "docs/katib.md"]
+# The kubeflow overlay's namespace, Kubeflow's, never created by us; kube-system, where
+# kube-state-metrics' own manifests run it (the kube-state-metrics component's ConfigMap).
+EXISTING = {"kubeflow", "kube-system"}
 # A registry host (a dot or a port in the first part) and a version tag.
 PULLABLE = re.compile(r"[a-z0-9.-]+(\.[a-z]+|:\d+)/[a-z0-9./_-]+:\d+\.\d+\.\d+")
 

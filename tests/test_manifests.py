@@ -15,9 +15,11 @@ import yaml
 from app import __version__
 from tests.kustomize import (
     MissingMetacontrollerSource,
+    documents,
     hook_objects,
     metacontroller_manifests,
     needs_metacontroller_source,
+    with_components,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,13 +49,19 @@ SCHEDULER_PLUGINS = {
     "resource": "podgroups",
     "updateStrategy": {"method": "InPlace"},
 }
-# overlay: (namespace, creates the namespace, PodGroup child resource it adds)
+KUEUE = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "resource": "workloads",
+    "updateStrategy": {"method": "OnDelete"},
+}
+# overlay: (namespace, creates the namespace, child resource it adds: a PodGroup, a Workload)
 LAYOUT = {
     "standalone": ("mxjob-system", True, None),
     "kubeflow": ("kubeflow", False, None),
     "volcano": ("mxjob-system", True, VOLCANO),
     "scheduler-plugins": ("mxjob-system", True, SCHEDULER_PLUGINS),
     "with-metacontroller": ("mxjob-system", True, None),
+    "kueue": ("mxjob-system", True, KUEUE),
 }
 
 
@@ -288,25 +296,33 @@ def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> No
     config_maps = {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": in_place}
     pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": on_delete}
     services = {"apiVersion": "v1", "resource": "services", "updateStrategy": in_place}
+    service = {"name": "mxjob-controller", "namespace": namespace, "port": 80, "protocol": "http"}
+    hooks = {"sync": {"webhook": {"service": service, "path": "/sync", "timeout": "10s"}}}
+    if podgroup is KUEUE:
+        # The customize hook hands every sync the ResourceFlavors and priority classes, which
+        # Metacontroller v4.17.2 sends a namespaced parent's sync only under hook version v2.
+        hooks["sync"]["version"] = "v2"
+        hooks["customize"] = {
+            "webhook": {"service": service, "path": "/customize", "timeout": "10s"}
+        }
     assert the(overlay, "CompositeController")["spec"] == {
         "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
         "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
         "generateSelector": True,
-        "hooks": {
-            "sync": {
-                "webhook": {
-                    "service": {
-                        "name": "mxjob-controller",
-                        "namespace": namespace,
-                        "port": 80,
-                        "protocol": "http",
-                    },
-                    "path": "/sync",
-                    "timeout": "10s",
-                }
-            }
-        },
+        "hooks": hooks,
     }
+
+
+def test_the_kueue_components_customize_hook_follows_the_hooks_namespace(
+    tmp_path: Path,
+) -> None:
+    """Added to an overlay that installs the hook elsewhere (kubeflow), the customize hook
+    names the same Service as the sync hook."""
+    folder = with_components(tmp_path / "kubeflow-kueue", "kubeflow", "kueue")
+    (controller,) = [d for d in documents(folder) if d["kind"] == "CompositeController"]
+    hooks = controller["spec"]["hooks"]
+    assert hooks["customize"]["webhook"]["service"] == hooks["sync"]["webhook"]["service"]
+    assert hooks["sync"]["webhook"]["service"]["namespace"] == "kubeflow"
 
 
 @pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
@@ -315,7 +331,7 @@ def test_namespaces(overlay: str, layout: tuple[str, bool, Any]) -> None:
     placed = {(doc["kind"], doc["metadata"].get("namespace")) for doc in build(overlay)}
     namespaced = {"ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
     cluster = CLUSTER_SCOPED if creates_it else CLUSTER_SCOPED - {"Namespace"}
-    cluster |= OVERLAY_CLUSTER_SCOPED.get(overlay, set())
+    cluster = cluster | OVERLAY_CLUSTER_SCOPED.get(overlay, set())
     assert placed == {(k, namespace) for k in namespaced} | {(k, None) for k in cluster}
     if creates_it:
         assert the(overlay, "Namespace")["metadata"]["name"] == namespace

@@ -1,6 +1,8 @@
-"""Monitoring: the PrometheusRule's alerts under the real promtool (unit tests of when each
-fires), the dashboard's queries parsed by promtool, every metric named there served by the hook,
-and the kustomize components that scrape the hook and let the scraper through."""
+"""Monitoring: the PrometheusRule's alerts and recording rules under the real promtool (unit
+tests of when each fires and what each records), the dashboard's queries parsed by promtool,
+every metric named there served by the hook or by kube-state-metrics with the MXJob
+configuration, and the kustomize components that scrape the hook, let the scraper through and
+give kube-state-metrics the MXJob series."""
 
 import json
 import os
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from app import metrics
@@ -22,7 +25,12 @@ COMPONENT = REPO / "manifests" / "components" / "monitoring"
 RULE = COMPONENT / "prometheusrule.yaml"
 DASHBOARD = COMPONENT / "dashboard.json"
 UNIT_TESTS = Path(__file__).parent / "monitoring" / "alerts-test.yaml"
-METRIC = re.compile(r"\b(mxjob_[a-z_]+)\b")
+JOB_TESTS = Path(__file__).parent / "monitoring" / "jobs-test.yaml"
+STATE_METRICS = REPO / "manifests" / "components" / "kube-state-metrics"
+# The hook's own metrics; not the recorded `job_namespace:mxjob_jobs_...:count`.
+METRIC = re.compile(r"(?<![:\w])(mxjob_[a-z_]+)\b")
+STATE_METRIC = re.compile(r"\b(kube_mxjob_[a-z_]+)\b")
+RECORDED = re.compile(r"\b([a-z_]+:mxjob_[a-z_]+:[a-z_]+)\b")
 
 
 def groups() -> list[dict[str, Any]]:
@@ -41,16 +49,30 @@ def promtool(tool: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[s
     )
 
 
-def test_alert_rules_pass_promtool_unit_tests(
-    go_tool: Callable[[str], Path], tmp_path: Path
+@pytest.mark.parametrize("tests", [UNIT_TESTS, JOB_TESTS], ids=["hook", "jobs"])
+def test_rules_pass_promtool_unit_tests(
+    go_tool: Callable[[str], Path], tmp_path: Path, tests: Path
 ) -> None:
     tool = go_tool("promtool")
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups()}))
-    shutil.copy(UNIT_TESTS, tmp_path / "alerts-test.yaml")
+    shutil.copy(tests, tmp_path / tests.name)
     checked = promtool(tool, "check", "rules", "rules.yaml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    tested = promtool(tool, "test", "rules", "alerts-test.yaml", cwd=tmp_path)
+    tested = promtool(tool, "test", "rules", tests.name, cwd=tmp_path)
     assert (tested.returncode, tested.stdout.strip()) == (0, "SUCCESS"), tested.stderr
+
+
+def test_job_counts_under_promtool_can_fail(go_tool: Callable[[str], Path], tmp_path: Path) -> None:
+    """The job unit tests against rules that count every condition a job has, True or not."""
+    counted = groups()
+    for rule in (r for group in counted for r in group["rules"] if "record" in r):
+        rule["expr"] = rule["expr"].replace(', status="True"}', "}")
+    assert counted != groups()
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": counted}))
+    shutil.copy(JOB_TESTS, tmp_path / JOB_TESTS.name)
+    tested = promtool(go_tool("promtool"), "test", "rules", JOB_TESTS.name, cwd=tmp_path)
+    assert tested.returncode == 1
+    assert "job_namespace:mxjob_jobs_running:count" in tested.stdout + tested.stderr
 
 
 def test_promtool_unit_tests_can_fail(go_tool: Callable[[str], Path], tmp_path: Path) -> None:
@@ -65,22 +87,31 @@ def test_promtool_unit_tests_can_fail(go_tool: Callable[[str], Path], tmp_path: 
 
 
 def test_every_alert_has_unit_tests_that_fire_it() -> None:
-    alerts = {rule["alert"] for group in groups() for rule in group["rules"]}
-    tests = yaml.safe_load(UNIT_TESTS.read_text())["tests"]
+    alerts = {rule["alert"] for group in groups() for rule in group["rules"] if "alert" in rule}
+    tests = [t for f in (UNIT_TESTS, JOB_TESTS) for t in yaml.safe_load(f.read_text())["tests"]]
     fired = {
         case["alertname"]
         for test in tests
-        for case in test["alert_rule_test"]
+        for case in test.get("alert_rule_test", [])
         if case["exp_alerts"]
     }
     quiet = {
         case["alertname"]
         for test in tests
-        for case in test["alert_rule_test"]
+        for case in test.get("alert_rule_test", [])
         if not case["exp_alerts"]
     }
     assert alerts == fired == quiet
     assert {"MXJobSyncErrors", "MXJobSyncNearTimeout", "MXJobInvalidSpecs"} <= alerts
+    assert {"MXJobFailed", "MXJobRestartingTooLong"} <= alerts
+
+
+def test_every_recording_rule_has_unit_tests() -> None:
+    recorded = {rule["record"] for group in groups() for rule in group["rules"] if "record" in rule}
+    tests = yaml.safe_load(JOB_TESTS.read_text())["tests"]
+    checked = {case["expr"] for test in tests for case in test.get("promql_expr_test", [])}
+    assert recorded == checked
+    assert len(recorded) == 5
 
 
 def test_dashboard_queries_are_valid_promql(go_tool: Callable[[str], Path], tmp_path: Path) -> None:
@@ -106,12 +137,34 @@ def served_metric_names() -> set[str]:
     return names
 
 
+def exprs() -> list[str]:
+    return [rule["expr"] for group in groups() for rule in group["rules"]] + dashboard_queries()
+
+
 def test_rules_and_dashboard_name_only_metrics_the_hook_serves() -> None:
-    exprs = [rule["expr"] for group in groups() for rule in group["rules"]] + dashboard_queries()
-    named = {name for expr in exprs for name in METRIC.findall(expr)}
+    named = {name for expr in exprs() for name in METRIC.findall(expr)}
     assert named, "no mxjob_ metric named"
     assert named <= served_metric_names()
     assert "mxjob_build_info" in named
+
+
+def state_metric_names() -> set[str]:
+    """The series kube-state-metrics exports with the component's configuration."""
+    config = yaml.safe_load((STATE_METRICS / "mxjob-state-metrics.yaml").read_text())
+    (resource,) = config["spec"]["resources"]
+    return {f"{resource['metricNamePrefix']}_{m['name']}" for m in resource["metrics"]}
+
+
+def test_rules_and_dashboard_name_only_series_kube_state_metrics_exports() -> None:
+    named = {name for expr in exprs() for name in STATE_METRIC.findall(expr)}
+    assert named <= state_metric_names()
+    assert {"kube_mxjob_created", "kube_mxjob_status_condition"} <= named
+
+
+def test_dashboard_shows_only_recorded_job_counts() -> None:
+    recorded = {rule["record"] for group in groups() for rule in group["rules"] if "record" in rule}
+    shown = {name for expr in dashboard_queries() for name in RECORDED.findall(expr)}
+    assert shown == recorded
 
 
 def test_dashboard_is_importable_grafana_json() -> None:
@@ -169,6 +222,34 @@ def test_monitoring_component_scrapes_the_hook_pods(tmp_path: Path) -> None:
         DASHBOARD.read_text()
     )
     assert objects["PrometheusRule", "mxjob-controller"]["spec"]["groups"] == groups()
+
+
+def test_kube_state_metrics_component_gives_the_configuration_and_rbac(tmp_path: Path) -> None:
+    objects = {
+        (o["kind"], o["metadata"]["name"]): o for o in kustomize(tmp_path, "kube-state-metrics")
+    }
+    binding = objects["ClusterRoleBinding", "mxjob-controller-kube-state-metrics"]
+    (subject,) = binding["subjects"]
+    assert subject == {
+        "kind": "ServiceAccount",
+        "name": "kube-state-metrics",
+        "namespace": "kube-system",
+    }
+    config = objects["ConfigMap", "mxjob-state-metrics"]
+    assert config["metadata"]["namespace"] == subject["namespace"]
+    assert config["data"] == {
+        "mxjob.yaml": (STATE_METRICS / "mxjob-state-metrics.yaml").read_text()
+    }
+    role = objects["ClusterRole", "mxjob-controller-kube-state-metrics"]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert role["rules"] == [
+        {"apiGroups": ["kubeflow.org"], "resources": ["mxjobs"], "verbs": ["list", "watch"]},
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["list", "watch"],
+        },
+    ]
 
 
 def test_networkpolicy_component_admits_the_monitoring_namespace(tmp_path: Path) -> None:

@@ -8,20 +8,26 @@ from typing import Any
 import pytest
 import yaml
 
-from app import builders, parsecost, validation
+from app import builders, envelope, parsecost, validation
+from app.builders import Layout
 from app.defaults import SpecError, normalise
+from app.reconcile import sync
 from app.settings import Settings
 from tests import support as s
 from tests.cel_size_rule import rule, sync_rule
 from tests.crd_admission import CRD_FILE, cel_errors
+from tests.golden_cases import released_0_1_0
 from tests.size_shapes import (
     BY_BYTES,
     BY_MX_CONFIG,
     BY_PARSE_COST,
+    INLINE_LARGEST,
     LARGEST,
+    RELEASE_0_1_0_LARGEST,
     MakeSpec,
     template,
     train,
+    workers,
 )
 
 MiB = 1024 * 1024
@@ -29,20 +35,20 @@ CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every 
 CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request"
 
 
-def admitted(name: str, spec: dict[str, Any]) -> bool:
+def admitted(name: str, spec: dict[str, Any], layout: Layout = Layout.CONFIG_MAP) -> bool:
     try:
-        validation.validated_spec(name, spec)
+        validation.validated_spec(name, spec, layout)
     except SpecError:
         return False
     return True
 
 
-def largest(name: str, make: MakeSpec) -> int:
-    """The most replicas validation admits for this name and shape."""
+def largest(name: str, make: MakeSpec, layout: Layout = Layout.CONFIG_MAP) -> int:
+    """The most replicas validation admits for this name and shape in `layout`."""
     low, high = 3, validation.MAX_REPLICAS + 1
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (middle, high) if admitted(name, make(middle)) else (low, middle)
+        low, high = (middle, high) if admitted(name, make(middle), layout) else (low, middle)
     return low
 
 
@@ -82,6 +88,95 @@ def test_every_admitted_sync_is_well_within_the_parse_budget(
     )
     assert validation.sync_request_bytes(name, spec) <= validation.MAX_SYNC_BYTES
     assert cost <= validation.MAX_SYNC_PARSE_COST
+
+
+INLINE_HINT = "the CompositeController declares no ConfigMap children"
+
+
+@pytest.mark.parametrize(
+    ("layout", "name", "make", "most"),
+    [pytest.param(Layout.INLINE, *p.values, id=f"inline-{p.id}") for p in INLINE_LARGEST]
+    + [
+        pytest.param(Layout.RELEASE_0_1_0, *p.values, id=f"release-0.1.0-{p.id}")
+        for p in RELEASE_0_1_0_LARGEST
+    ],
+)
+def test_the_largest_admitted_job_of_each_layout(
+    layout: Layout, name: str, make: MakeSpec, most: int
+) -> None:
+    """The most replicas admitted in the layouts other than the shipped one, each an eighth
+    under the parse budget, and what refuses one more: inline, the parse cost, with what to
+    change."""
+    assert largest(name, make, layout) == most
+    spec = validation.MXJobSpec.model_validate(normalise(make(most)))
+    cost = validation.sync_request_parse_cost(name, spec, None, layout)
+    size = validation.sync_request_bytes(name, spec, None, layout)
+    print(
+        f"\n{layout.value} {name}/{most}: request {size / MiB:.1f} MiB, parse cost {cost / MiB:.0f} MiB"
+    )
+    assert size <= validation.MAX_SYNC_BYTES
+    assert cost <= validation.MAX_SYNC_PARSE_COST
+    with pytest.raises(SpecError, match="the size rule: ") as refused:
+        validation.validated_spec(name, make(most + 1), layout)
+    assert (INLINE_HINT in str(refused.value)) is (layout is Layout.INLINE)
+    # The shipped layout admits at least as much (and the CRD's CEL bound is below it).
+    assert most <= largest(name, make)
+
+
+def test_1200_replicas_are_refused_inline_and_admitted_with_configmaps() -> None:
+    """1 Scheduler and 1,199 Workers named with 32 letters: estimated at 227 MiB of request
+    once every pod exists inline (the hook's body limit is 64 MiB), well within the bounds
+    with ConfigMaps."""
+    name, spec = "a" * 32, workers(1200)
+    validation.validated_spec(name, spec)
+    with pytest.raises(SpecError) as refused:
+        validation.validated_spec(name, spec, Layout.INLINE)
+    typed = validation.MXJobSpec.model_validate(normalise(spec))
+    estimate = validation.sync_request_bytes(name, typed, None, Layout.INLINE)
+    assert estimate // MiB == 227
+    assert str(refused.value) == (
+        "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
+        f"job would carry about {estimate // MiB} MiB, more than 48 MiB; use fewer replicas or "
+        "smaller pod templates (every container carries the whole MX_CONFIG while the "
+        "CompositeController declares no ConfigMap children or a pod of the job was made under "
+        "one that did not: declare them, as metacontroller/compositecontroller.yaml does, and "
+        "suspend and resume a running job, and its pods stay small)"
+    )
+
+
+def _condition(answer: dict[str, Any]) -> tuple[str, str, str]:
+    last = answer["status"]["conditions"][-1]
+    return last["type"], last["status"], last["reason"]
+
+
+def test_the_layout_is_the_one_the_request_implies() -> None:
+    """A new job is refused for good under a CompositeController without ConfigMaps and
+    created under one with them; a running job whose pods carry MX_CONFIG whole is judged
+    inline even once ConfigMaps are declared, and refused as a bad edit: its children stay."""
+    job = s.mxjob(workers(1200), "a" * 32)
+    inline = sync(s.request(job), s.NOW)
+    assert (_condition(inline), inline["children"]) == (("Failed", "True", "MXJobInvalidSpec"), [])
+    assert INLINE_HINT in inline["status"]["conditions"][-1]["message"]
+    with_maps = sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW)
+    assert _condition(with_maps) == ("Created", "True", "MXJobCreated")
+
+    small = s.mxjob(workers(3), "a" * 32)
+    first = sync(s.request(small), s.NOW)
+    running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(first)}
+    request = s.step(small, first, running, s.later(30))[0]
+    request["children"][envelope.CONFIG_MAP] = {}
+    request["parent"]["spec"] = workers(1200)
+    answer = sync(request, s.later(60))
+    assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
+    assert "Failed" not in {c["type"] for c in answer["status"]["conditions"]}
+    assert INLINE_HINT in answer["status"]["conditions"][-1]["message"]
+    kept = {(c["kind"], c["metadata"]["name"]) for c in answer["children"]}
+    observed = {
+        (kind.split(".")[0], c["metadata"]["name"])
+        for kind, group in request["children"].items()
+        for c in group.values()
+    }
+    assert kept == observed
 
 
 def test_the_size_rule_keeps_an_eighth_of_the_hooks_parse_budget() -> None:
@@ -294,3 +389,52 @@ def test_remembered_estimates_are_the_estimates_and_stay_bounded() -> None:
         varied["metadata"] = {"labels": {"i": str(i)}}
         validation._replica_estimates("a", varied)
     assert len(validation._ESTIMATES) <= validation._ESTIMATES_MOST
+
+
+def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() -> None:
+    """A job started by release 0.1.0 with more replicas than that layout's bound: refused as
+    a bad edit (its children kept); suspended, it is judged in the layout its pods will be
+    made in when it resumes, so the suspension takes effect, and it resumes in the shipped
+    layout."""
+    job = s.mxjob(train()(3000), "a")
+    maps = (envelope.CONFIG_MAP,)
+    released = released_0_1_0(sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW))
+    running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(released)}
+    request, answer = s.step(job, released, running, s.later(30), maps)
+    assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
+    assert len(answer["children"]) == 6001
+
+    job["spec"]["runPolicy"] = {"suspend": True}
+    request["parent"]["spec"] = job["spec"]
+    suspended = sync(request, s.later(60))
+    assert _condition(suspended) == ("Suspended", "True", "MXJobSuspended")
+    assert suspended["children"] == []
+
+    job["spec"]["runPolicy"] = {"suspend": False}
+    resumed = sync(
+        s.request(job | {"status": suspended["status"]}, others={envelope.CONFIG_MAP: []}),
+        s.later(90),
+    )
+    assert "MXJobInvalidSpec" not in json.dumps(resumed["status"])
+    first_pod = s.pods_of(resumed)[0]
+    assert "envFrom" in first_pod["spec"]["containers"][0]
+
+
+def test_remembered_layout_copies_are_the_walked_ones_and_stay_bounded() -> None:
+    validation._LAYOUTS.clear()
+    for n in (3, 500):
+        for layout in (Layout.INLINE, Layout.RELEASE_0_1_0):
+            typed = validation.MXJobSpec.model_validate(normalise(train()(n)))
+            remembered = validation._layout_copies("a", typed, layout)
+            assert remembered == validation._layout_walked("a", typed, layout)
+            assert validation._layout_copies("a", typed, layout) is remembered
+    assert len(validation._LAYOUTS) == 4
+    long_label = s.train_spec(0, 1)
+    long_label["mxReplicaSpecs"]["Worker"]["label"] = "x" * (validation._ESTIMATES_KEY_MOST + 1)
+    typed = validation.MXJobSpec.model_validate(normalise(long_label))
+    validation._layout_copies("a", typed, Layout.INLINE)
+    assert len(validation._LAYOUTS) == 4
+    for n in range(validation._ESTIMATES_MOST * 2):
+        typed = validation.MXJobSpec.model_validate(normalise(train()(n + 3)))
+        validation._layout_copies("a", typed, Layout.INLINE)
+    assert len(validation._LAYOUTS) <= validation._ESTIMATES_MOST

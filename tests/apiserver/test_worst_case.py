@@ -20,6 +20,7 @@ import orjson
 import pytest
 
 from app import parsecost, validation
+from app.builders import Layout
 from app.children import LAST_APPLIED
 from app.reconcile import sync
 from app.settings import Settings
@@ -27,7 +28,13 @@ from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
 from tests import support as s
-from tests.size_shapes import LARGEST, MakeSpec, train
+from tests.size_shapes import (
+    INLINE_LARGEST,
+    LARGEST,
+    RELEASE_0_1_0_LARGEST,
+    MakeSpec,
+    train,
+)
 
 from .resources import kind_key
 from .worst_case import create_parent, observed_everything, sample_children
@@ -41,7 +48,17 @@ MiB = 1024 * 1024
 # The largest admitted job of each shape (tests/size_shapes.py; tests/test_size_rule.py checks
 # each is the largest), but those whose request is smaller than another's of the same kind.
 SMALLER = {"five-letter-name", "longest-name", "tune-job", "one-letter-name-port-1"}
-WORST = [p for p in LARGEST if p.id not in SMALLER]
+WORST = [
+    *(pytest.param(Layout.CONFIG_MAP, *p.values, id=p.id) for p in LARGEST if p.id not in SMALLER),
+    # Under a CompositeController that declares no ConfigMaps, each shape's largest.
+    *(pytest.param(Layout.INLINE, *p.values, id=f"inline-{p.id}") for p in INLINE_LARGEST),
+    # A job of release 0.1.0's layout: the two largest requests.
+    *(
+        pytest.param(Layout.RELEASE_0_1_0, *p.values, id=f"release-0.1.0-{p.id}")
+        for p in RELEASE_0_1_0_LARGEST
+        if p.id in {"one-letter-name", "three-sidecars"}
+    ),
+]
 
 
 @pytest.fixture
@@ -83,32 +100,34 @@ def _peak_rss_mib(pid: int) -> float:
     raise AssertionError("no VmHWM")
 
 
-@pytest.mark.parametrize(("name", "make", "most"), WORST)
+@pytest.mark.parametrize(("layout", "name", "make", "most"), WORST)
 def test_largest_admitted_job_syncs_within_the_body_limit(
     apiserver: ApiServer,
     namespace: str,
     hook: tuple[str, int],
+    layout: Layout,
     name: str,
     make: MakeSpec,
     most: int,
 ) -> None:
     install_crds(apiserver)
     spec = make(most)
-    typed = validation.validated_spec(name, spec)
+    typed = validation.validated_spec(name, spec, layout)
     parent = create_parent(apiserver, _job(name, namespace, spec))
     now = datetime.now(UTC).replace(microsecond=0)
-    request = observed_everything(sample_children(apiserver, parent, now))
+    request = observed_everything(sample_children(apiserver, parent, now, layout), layout)
     request["parent"]["status"] = sync(copy.deepcopy(request), now)["status"]
+    assert "MXJobInvalidSpec" not in json.dumps(request["parent"]["status"])
     body = orjson.dumps(request)
 
-    estimate = validation.sync_request_bytes(name, typed)
+    estimate = validation.sync_request_bytes(name, typed, None, layout)
     assert len(body) <= estimate <= validation.MAX_SYNC_BYTES
     assert len(body) * 4 // 3 <= Settings().max_body_bytes
     # Its parse cost is at most the size rule's estimate, and the parse budget admits it with
     # room to spare, as Metacontroller sends it under either apply strategy: with its
     # last-applied annotations (dynamic-apply), and without them (server-side apply keeps
     # only managedFields).
-    cost_estimate = validation.sync_request_parse_cost(name, typed)
+    cost_estimate = validation.sync_request_parse_cost(name, typed, None, layout)
     assert cost_estimate <= validation.MAX_SYNC_PARSE_COST
     ssa = orjson.dumps(_without_last_applied(request))
     costs = {
@@ -134,7 +153,7 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
     assert {(kind_key(c), c["metadata"]["name"]) for c in answer["children"]} == observed
     peak = _peak_rss_mib(pid)
     print(
-        f"\n{name}/{most}: request {len(body):,} bytes (estimate {estimate:,}), "
+        f"\n{layout.value} {name}/{most}: request {len(body):,} bytes (estimate {estimate:,}), "
         f"{len(observed):,} children, round trip {seconds:.2f} s, hook peak RSS {peak:.0f} MiB"
     )
     # Metacontroller gives up on a sync after its webhook timeout and retries it for ever: the

@@ -13,9 +13,11 @@ from typing import Any
 import yaml
 
 from app import envelope
+from app.builders import Layout
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests import support as s
+from tests.golden_cases import released_0_1_0
 
 from .resources import as_written, kind_key
 
@@ -38,12 +40,18 @@ def _sample_key(child: dict[str, Any]) -> tuple[str, str]:
     return kind_key(child), labels.get("training.kubeflow.org/replica-type", "")
 
 
-def sample_children(server: ApiServer, parent: dict[str, Any], now: datetime) -> Sampled:
+def sample_children(
+    server: ApiServer, parent: dict[str, Any], now: datetime, layout: Layout = Layout.CONFIG_MAP
+) -> Sampled:
     """The hook's answer that creates `parent`'s children (after its first answer, the status
-    alone), and the first child of each kind and replica type written as Metacontroller writes
-    it (with its last-applied annotation), pods run."""
-    request = s.request(parent, others={envelope.CONFIG_MAP: []})
-    answer = s.created(request, now)
+    alone) in `layout` (inline: under a CompositeController
+    that declares no ConfigMaps; release 0.1.0's: as that release answered), and the first
+    child of each kind and replica type written as Metacontroller writes it (with its
+    last-applied annotation), pods run."""
+    maps = {} if layout is Layout.INLINE else {envelope.CONFIG_MAP: []}
+    answer = s.created(s.request(parent, others=maps), now)
+    if layout is Layout.RELEASE_0_1_0:
+        answer = released_0_1_0(answer)
     first: dict[tuple[str, str], dict[str, Any]] = {}
     for child in answer["children"]:
         first.setdefault(_sample_key(child), child)
@@ -99,10 +107,12 @@ def running_status(pod: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def observed_everything(sampled: Sampled) -> dict[str, Any]:
+def observed_everything(sampled: Sampled, layout: Layout = Layout.CONFIG_MAP) -> dict[str, Any]:
     """The sync request once every child of the answer exists and every pod runs."""
-    children: dict[str, dict[str, Any]] = {t: {} for t in (envelope.CONFIG_MAP, envelope.POD)}
-    children[envelope.SERVICE] = {}
+    kinds = (envelope.POD, envelope.SERVICE)
+    if layout is not Layout.INLINE:
+        kinds = (envelope.CONFIG_MAP, *kinds)
+    children: dict[str, dict[str, Any]] = {t: {} for t in kinds}
     for child in sampled.answer["children"]:
         sample = sampled.samples[_sample_key(child)]
         seen = _like(sample, as_written(child, sampled.parent, last_applied=True))

@@ -29,6 +29,7 @@ from e2e.kubelet import Report
 from e2e.runner import JobRun, run_job
 from localcluster.apiserver import ClusterError
 from localcluster.ports import free_port
+from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.stack import Stack, real_stack, shipped_flags
 
@@ -257,23 +258,40 @@ class Timeline:
 # What a worker of a job without a Scheduler read before creating its kvstore (kvstore_check.py):
 # the hook's placeholders for the root that is not there, as the process saw them.
 NO_ROOT = {"DMLC_PS_ROOT_URI": "", "DMLC_PS_ROOT_PORT": "0"}
+# A tuner-server-key annotation the kubelet's `$(VAR)` expansion would alter were it written
+# into an env value as it is: each process must read it as written.
+DOLLARS = "rtx-$$-$(DMLC_ROLE)-$(HOME)-$(-$"
+
+
+def single_worker_reading(text: str) -> dict[str, Any]:
+    """A single Worker on a local kvstore whose template's tuner-server-key is `text`."""
+    job = single_worker(JOB, "kvstore", ["--kv-store", "local"])
+    template = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]
+    template["metadata"] = {"annotations": {"tuner-server-key": text}}
+    return job
+
+
+def single_mx_config(worker: str, label: str) -> str:
+    """MX_CONFIG as the single Worker must read it, written out independently of the hook."""
+    cluster = {"worker": [{"port": 9091, "url": worker}]}
+    task = {"index": 0, "type": "worker"}
+    whole = {"cluster": cluster, "labels": {"worker": label}, "task": task}
+    return json.dumps(whole, sort_keys=True, separators=(",", ":"))
 
 
 def test_single_worker_with_a_local_kvstore_succeeds_and_reads_port_0(harness: Harness) -> None:
     # docs/migrating-from-training-operator.md: a one-pod job using `local` never looks at
-    # DMLC_PS_ROOT_URI="" and DMLC_PS_ROOT_PORT=0.
+    # DMLC_PS_ROOT_URI="" and DMLC_PS_ROOT_PORT=0. Its label reaches it as written through
+    # the job's ConfigMap.
     worker = f"{JOB}-worker-0"
     timeline = Timeline()
-    job = single_worker(JOB, "kvstore", ["--kv-store", "local"])
+    job = single_worker_reading(DOLLARS)
     run = harness.run(job, timeline.on_report, timeline.on_state)
     timeline.show("single Worker, local kvstore")
 
     assert run.states() == ["Created", "Running", "Succeeded"]
     assert run.worker_pods() == [worker]
     assert run.reported(worker) == ["Running", "Succeeded (exit 0)"]
-    cluster = {"worker": [{"port": 9091, "url": worker}]}
-    task = {"index": 0, "type": "worker"}
-    whole = {"cluster": cluster, "labels": {"worker": ""}, "task": task}
     assert run.json_lines(worker) == [
         {"check": "env", "kv_store": "local", **NO_ROOT},
         {
@@ -283,13 +301,30 @@ def test_single_worker_with_a_local_kvstore_succeeds_and_reads_port_0(harness: H
             "rank": 0,
             "num_workers": 1,
             "worker_id": "0",
-            "mx_config": json.dumps(whole, sort_keys=True, separators=(",", ":")),
+            "mx_config": single_mx_config(worker, DOLLARS),
             # One worker pushes 1, then 2: every key, the big one included, pulls it back.
             "pulled": [{"3": 1.0, "5": 1.0, "7": 1.0}, {"3": 2.0, "5": 2.0, "7": 2.0}],
             "expected": [1.0, 2.0],
         },
     ]
     assert run.status["replicaStatuses"] == {"Worker": {"active": 0, "succeeded": 1, "failed": 0}}
+    assert run.running() == []
+
+
+def test_a_label_with_dollars_reaches_the_process_as_written_inline(harness: Harness) -> None:
+    """The same job under a CompositeController that declares no ConfigMaps: MX_CONFIG whole
+    in the pod's env, which the kubelet expands, and still the text as written."""
+    worker = f"{JOB}-worker-0"
+    stack = harness.stack
+    install_controller(stack.apiserver, stack.hook.url, config_maps=False)
+    try:
+        run = harness.run(single_worker_reading(DOLLARS))
+    finally:
+        install_controller(stack.apiserver, stack.hook.url)
+
+    assert run.states() == ["Created", "Running", "Succeeded"]
+    (result,) = [line for line in run.json_lines(worker) if line["check"] == "kvstore"]
+    assert (result["ok"], result["mx_config"]) == (True, single_mx_config(worker, DOLLARS))
     assert run.running() == []
 
 

@@ -1,0 +1,412 @@
+"""Queueing under Kueue: the job's Workload child, what its admission allows, and what the
+admission's resource flavors add to the pods (as Kueue's own job integrations do)."""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from app import conditions as c
+from app import names
+from app.conditions import Condition
+from app.spec import MXJobSpec, ReplicaType
+
+GROUP = "kueue.x-k8s.io"
+API_VERSION = f"{GROUP}/v1beta2"  # Kueue v0.17's storage version
+WORKLOAD_TYPE = f"Workload.{API_VERSION}"
+QUEUE_LABEL = f"{GROUP}/queue-name"
+PRIORITY_CLASS_LABEL = f"{GROUP}/priority-class"
+FLAVOR_KIND = "ResourceFlavor"
+WORKLOAD_PRIORITY_CLASS_KIND = "WorkloadPriorityClass"
+POD_PRIORITY_CLASS_KIND = "PriorityClass"
+POD_PRIORITY_GROUP = "scheduling.k8s.io"
+
+REASON_QUEUED = "MXJobQueued"
+REASON_EVICTED = "MXJobEvicted"
+REASON_ADMITTED = "MXJobAdmitted"
+REASON_UNQUEUED = "MXJobUnqueued"
+
+# What the customize hook answers, whatever the job: every ResourceFlavor (their node labels
+# and tolerations go into admitted pods) and every priority class (a Workload's priority is
+# written by its creator). The same answer for every job, because Metacontroller caches it by
+# the job's generation, which a label edit does not change.
+RELATED_RESOURCES = (
+    {"apiVersion": API_VERSION, "resource": "resourceflavors"},
+    {"apiVersion": API_VERSION, "resource": "workloadpriorityclasses"},
+    {"apiVersion": f"{POD_PRIORITY_GROUP}/v1", "resource": "priorityclasses"},
+)
+
+
+def customize(body: Any) -> dict[str, Any] | None:
+    """The customize hook's answer, or None for a request that is not one."""
+    if not isinstance(body, dict) or not isinstance(body.get("parent"), dict):
+        return None
+    return {"relatedResources": [dict(rule) for rule in RELATED_RESOURCES]}
+
+
+def declared(child_types: Iterable[str]) -> bool:
+    """Whether the CompositeController declares Kueue's Workload children."""
+    return WORKLOAD_TYPE in set(child_types)
+
+
+def queue_name(labels: Any) -> str | None:
+    """The LocalQueue a job's labels name, if any."""
+    queue = labels.get(QUEUE_LABEL) if isinstance(labels, dict) else None
+    return queue if isinstance(queue, str) and queue else None
+
+
+def workload_name(job: str) -> str:
+    return f"mxjob-{job}"
+
+
+@dataclass(frozen=True)
+class PodSetInfo:
+    """What an admission adds to the pods of one pod set (Kueue's podset.PodSetInfo)."""
+
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """An observed Workload's state, read from its status conditions."""
+
+    admitted: bool
+    evicted: bool
+    cluster_queue: str | None
+    # Kueue's own words: why it is not admitted, or why it was evicted.
+    message: str
+    reason: str
+    # Per pod set: the flavor assigned to each resource.
+    flavors: dict[str, list[str]]
+    updates: dict[str, PodSetInfo]
+
+
+def admission(workload: Mapping[str, Any]) -> Admission:
+    """The state of an observed Workload; anything malformed reads as not admitted."""
+    status = workload.get("status")
+    status = status if isinstance(status, dict) else {}
+    conds = {
+        cond["type"]: cond
+        for cond in status.get("conditions") or []
+        if isinstance(cond, dict) and isinstance(cond.get("type"), str)
+    }
+
+    def true(ctype: str) -> bool:
+        return conds.get(ctype, {}).get("status") == "True"
+
+    def text(ctype: str, key: str) -> str:
+        value = conds.get(ctype, {}).get(key)
+        return value if isinstance(value, str) else ""
+
+    admission_ = status.get("admission")
+    admission_ = admission_ if isinstance(admission_, dict) else {}
+    queue = admission_.get("clusterQueue")
+    evicted = true("Evicted")
+    if evicted:
+        message, reason = text("Evicted", "message"), text("Evicted", "reason")
+    else:
+        message, reason = text("QuotaReserved", "message"), text("QuotaReserved", "reason")
+        if true("QuotaReserved") and not true("Admitted"):
+            message = text("Admitted", "message") or "waiting for admission checks"
+    return Admission(
+        admitted=true("Admitted") and not evicted,
+        evicted=evicted,
+        cluster_queue=queue if isinstance(queue, str) and queue else None,
+        message=message,
+        reason=reason,
+        flavors=_assigned_flavors(admission_.get("podSetAssignments")),
+        updates=_pod_set_updates(status.get("admissionChecks")),
+    )
+
+
+def _assigned_flavors(assignments: Any) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for item in assignments if isinstance(assignments, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        flavors = item.get("flavors")
+        flavors = flavors if isinstance(flavors, dict) else {}
+        # Each flavor once, in the order of the resources it was assigned for.
+        unique = dict.fromkeys(f for _, f in sorted(flavors.items()) if isinstance(f, str))
+        out[item["name"]] = list(unique)
+    return out
+
+
+def _pod_set_updates(checks: Any) -> dict[str, PodSetInfo]:
+    """What admission checks ask of each pod set (`podSetUpdates`), merged in check order."""
+    out: dict[str, PodSetInfo] = {}
+    for check in checks if isinstance(checks, list) else ():
+        updates = check.get("podSetUpdates") if isinstance(check, dict) else None
+        for update in updates if isinstance(updates, list) else ():
+            if not isinstance(update, dict) or not isinstance(update.get("name"), str):
+                continue
+            info = PodSetInfo(
+                node_selector=_strings(update.get("nodeSelector")),
+                tolerations=_dicts(update.get("tolerations")),
+                labels=_strings(update.get("labels")),
+                annotations=_strings(update.get("annotations")),
+            )
+            name = update["name"]
+            out[name] = _merged(out[name], info) if name in out else info
+    return out
+
+
+def _strings(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _merged(base: PodSetInfo, other: PodSetInfo) -> PodSetInfo:
+    tolerations = base.tolerations + [t for t in other.tolerations if t not in base.tolerations]
+    return PodSetInfo(
+        base.node_selector | other.node_selector,
+        tolerations,
+        base.labels | other.labels,
+        base.annotations | other.annotations,
+    )
+
+
+def pod_set_infos(
+    state: Admission, related: Mapping[str, Any], spec: MXJobSpec
+) -> dict[ReplicaType, PodSetInfo] | str:
+    """What the admission adds to the pods of each replica type, as Kueue's podset.FromAssignment
+    and Merge make it: the assigned flavors' node labels and tolerations, then what admission
+    checks ask. A string says why the pods cannot be made (a flavor the hook was not shown, a
+    node selector, label or annotation that contradicts the pod template)."""
+    flavors = related_objects(related, FLAVOR_KIND)
+    out: dict[ReplicaType, PodSetInfo] = {}
+    for rtype in spec.types():
+        info = PodSetInfo()
+        for flavor in state.flavors.get(rtype.lowered, []):
+            found = flavors.get(flavor)
+            if found is None:
+                return f"ResourceFlavor {flavor} assigned to pod set {rtype.lowered} is not known"
+            flavor_spec = found.get("spec")
+            flavor_spec = flavor_spec if isinstance(flavor_spec, dict) else {}
+            own = PodSetInfo(
+                _strings(flavor_spec.get("nodeLabels")), _dicts(flavor_spec.get("tolerations"))
+            )
+            info = _merged(info, own)
+        if rtype.lowered in state.updates:
+            info = _merged(info, state.updates[rtype.lowered])
+        clash = _conflict(spec.mxReplicaSpecs[rtype].template, info)
+        if clash:
+            return f"the admission of pod set {rtype.lowered} {clash}"
+        out[rtype] = info
+    return out
+
+
+def _conflict(template: Mapping[str, Any], info: PodSetInfo) -> str | None:
+    """What of the admission contradicts the pod template, as Kueue's Merge refuses it."""
+    meta = template.get("metadata") or {}
+    pod_spec = template.get("spec") or {}
+    for what, mine, theirs in (
+        ("nodeSelector", pod_spec.get("nodeSelector"), info.node_selector),
+        ("label", meta.get("labels"), info.labels),
+        ("annotation", meta.get("annotations"), info.annotations),
+    ):
+        have = mine if isinstance(mine, dict) else {}
+        for key, value in theirs.items():
+            if key in have and have[key] != value:
+                return f"sets {what} {key}={value}, which the pod template sets to {have[key]}"
+    return None
+
+
+def inject(pod: dict[str, Any], info: PodSetInfo) -> None:
+    """Add an admission's node selector, tolerations, labels and annotations to a freshly
+    built pod (its nested maps are its own, or shared read-only with its template)."""
+    meta, spec = pod["metadata"], pod["spec"]
+    if info.labels:
+        meta["labels"] = meta["labels"] | info.labels
+    if info.annotations:
+        meta["annotations"] = (meta.get("annotations") or {}) | info.annotations
+    if info.node_selector:
+        spec["nodeSelector"] = (spec.get("nodeSelector") or {}) | info.node_selector
+    if info.tolerations:
+        have = list(spec.get("tolerations") or [])
+        spec["tolerations"] = have + [t for t in info.tolerations if t not in have]
+
+
+def related_objects(related: Mapping[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    """The related objects of one kind, by name (the map's keys differ between hook
+    versions, so names come from metadata)."""
+    out: dict[str, dict[str, Any]] = {}
+    for group in related.values():
+        for obj in group.values() if isinstance(group, dict) else ():
+            meta = obj.get("metadata") if isinstance(obj, dict) else None
+            if obj.get("kind") == kind and isinstance(meta, dict):
+                name = meta.get("name")
+                if isinstance(name, str):
+                    out[name] = obj
+    return out
+
+
+@dataclass(frozen=True)
+class Priority:
+    """The Workload's priority class reference and value."""
+
+    kind: str
+    group: str
+    name: str
+    value: int | None
+
+
+def priority(labels: Any, spec: MXJobSpec, related: Mapping[str, Any]) -> Priority | None:
+    """The job's priority as Kueue's job integrations read it: the Workload priority class
+    label first, then the pod priority class (`schedulingPolicy.priorityClass`, else the
+    first pod template that names one). The value comes from the class the customize hook
+    handed over; a class that does not exist leaves it unset (priority 0)."""
+    label = labels.get(PRIORITY_CLASS_LABEL) if isinstance(labels, dict) else None
+    if isinstance(label, str) and label:
+        value = _value(related_objects(related, WORKLOAD_PRIORITY_CLASS_KIND).get(label))
+        return Priority(WORKLOAD_PRIORITY_CLASS_KIND, GROUP, label, value)
+    policy = spec.runPolicy.schedulingPolicy
+    name = policy.priorityClass if policy else None
+    for rtype in spec.types():
+        if name:
+            break
+        found = (spec.mxReplicaSpecs[rtype].template.get("spec") or {}).get("priorityClassName")
+        name = found if isinstance(found, str) else None
+    if not name:
+        return None
+    value = _value(related_objects(related, POD_PRIORITY_CLASS_KIND).get(name))
+    return Priority(POD_PRIORITY_CLASS_KIND, POD_PRIORITY_GROUP, name, value)
+
+
+def _value(obj: dict[str, Any] | None) -> int | None:
+    value = obj.get("value") if obj else None
+    return value if type(value) is int else None
+
+
+def workload(
+    name: str,
+    namespace: str | None,
+    queue: str,
+    templates: Mapping[ReplicaType, dict[str, Any]],
+    spec: MXJobSpec,
+    prio: Priority | None,
+) -> dict[str, Any]:
+    """The job's Workload: one pod set per replica type that has replicas (name = the type in
+    lower case, count = its replicas, template = its pods as they are made), the queue, and
+    the priority. Written whole here: no Kueue webhook defaults it."""
+    pod_sets = [
+        {"name": t.lowered, "count": spec.replicas(t), "template": templates[t]}
+        for t in spec.types()
+        if spec.replicas(t) > 0
+    ]
+    body: dict[str, Any] = {"podSets": pod_sets, "queueName": queue}
+    if prio is not None and prio.value is not None:
+        # Both or neither (the Workload CRD's rule): a class that does not exist gives none.
+        body["priorityClassRef"] = {"group": prio.group, "kind": prio.kind, "name": prio.name}
+        body["priority"] = prio.value
+    meta: dict[str, Any] = {"name": workload_name(name)}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
+    return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": meta, "spec": body}
+
+
+def pod_template(pod: dict[str, Any]) -> dict[str, Any]:
+    """A pod set's template from a built pod: its labels, annotations and spec."""
+    meta = {k: v for k, v in pod["metadata"].items() if k in ("labels", "annotations")}
+    return {"metadata": meta, "spec": pod["spec"]}
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What Kueue allows a job this sync: whether it waits (no pods, Services or job
+    children), the Queued condition to set, and what admitted pods get."""
+
+    wait: bool
+    # (status, reason, message) of the Queued condition, or None to leave it as it is.
+    condition: tuple[str, str, str] | None
+    # Whether the job wants its Workload (False: the Workload, if any, is deleted).
+    wants_workload: bool
+    pod_sets: dict[ReplicaType, PodSetInfo] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What `gate` reads of the job and its observed children."""
+
+    name: str
+    queue: str | None
+    workload: Mapping[str, Any] | None
+    # Pods of the job that are not being deleted.
+    live_pods: bool
+    finished: bool
+    suspended: bool
+
+
+def gate(
+    job: JobView, previous: list[Condition], related: Mapping[str, Any], spec: MXJobSpec
+) -> Gate | None:
+    """Kueue's say over this sync, or None when it has none (the job behaves exactly as
+    without Kueue). See docs/kueue.md for each case."""
+    before = c.find(previous, c.QUEUED)
+    waiting_before = before is not None and before.get("status") == "True"
+    if job.queue is None or job.finished:
+        if waiting_before and not job.finished:
+            message = f"MXJob {job.name} is no longer queued: its {QUEUE_LABEL} label was removed."
+            return Gate(False, ("False", REASON_UNQUEUED, message), wants_workload=False)
+        return None
+    if before is None and job.live_pods:
+        # Started without Kueue (the label came later): it runs to its end unqueued.
+        return None
+    if job.suspended:
+        return None
+    admitted_before = before is not None and before.get("reason") == REASON_ADMITTED
+    keeps_running = job.live_pods and not waiting_before and admitted_before
+    where = f"LocalQueue {job.queue}"
+    if job.workload is None:
+        if keeps_running:
+            return Gate(False, None, wants_workload=True)
+        return _waiting(job.name, where, "", before, wants_workload=True)
+    state = admission(job.workload)
+    if state.cluster_queue:
+        where += f" (ClusterQueue {state.cluster_queue})"
+    if state.evicted:
+        if waiting_before and before is not None and before.get("reason") == REASON_EVICTED:
+            # The job's status records the eviction: the Workload goes, which releases its
+            # quota (Kueue leaves that to whoever writes the Workload's status), and the next
+            # sync creates it again, pending. Not earlier: a sync that sees a parent one sync
+            # behind must still find the evidence, as a finished job's pods outlive the
+            # decision.
+            return Gate(True, ("True", REASON_EVICTED, before.get("message", "")), False)
+        why = f" ({state.reason})" if state.reason else ""
+        message = (
+            f"MXJob {job.name} was evicted by Kueue{why}: {state.message or 'no message'}; "
+            f"it is queued again in LocalQueue {job.queue}."
+        )
+        return Gate(True, ("True", REASON_EVICTED, message), wants_workload=True)
+    if state.admitted:
+        infos = pod_set_infos(state, related, spec)
+        if isinstance(infos, str) and keeps_running:
+            # A flavor gone from under a running job (say) does not stop it.
+            return Gate(False, None, wants_workload=True)
+        if isinstance(infos, str):
+            message = f"MXJob {job.name} is admitted by Kueue in {where}, but {infos}."
+            return Gate(True, ("True", REASON_QUEUED, message), wants_workload=True)
+        message = f"MXJob {job.name} is admitted by Kueue in {where}."
+        return Gate(False, ("False", REASON_ADMITTED, message), True, infos)
+    if keeps_running:
+        return Gate(False, None, wants_workload=True)
+    return _waiting(job.name, where, state.message, before, wants_workload=True)
+
+
+def _waiting(
+    name: str, where: str, why: str, before: Condition | None, wants_workload: bool
+) -> Gate:
+    if before and before.get("status") == "True" and before.get("reason") == REASON_EVICTED:
+        # Re-queued after an eviction: the condition keeps saying why, until admitted.
+        return Gate(True, ("True", REASON_EVICTED, before.get("message", "")), wants_workload)
+    message = f"MXJob {name} is queued in {where}, waiting for Kueue to admit it"
+    message += f": {why}" if why else "."
+    return Gate(True, ("True", REASON_QUEUED, message), wants_workload)

@@ -1,0 +1,117 @@
+"""The real Kueue controller beside the loopback API server.
+
+- `obtain_kueue` runs scripts/kueue-binary.sh: the binary built from sigs.k8s.io/kueue on the
+  Go module proxy, and that module's CRDs (config/components/crd/bases).
+- `install_kueue_crds` applies those CRDs as they are (no conversion webhook: every client here,
+  Kueue included, reads the storage version, v1beta2).
+- `run_kueue` runs `kueue --config=...` out of cluster with the API server's kubeconfig: leader
+  election off, internal cert management off, its webhook server on a free loopback port with a
+  throwaway certificate (no webhook configuration points at it: the API server never calls it),
+  the visibility server off. Kueue reads its metrics certificate from the fixed path
+  /etc/kueue/metrics/certs whenever internal cert management is off, so it runs in a mount
+  namespace of its own (`unshare --mount`, needs root, as the MXNet tier's pods) where a tmpfs on
+  /etc holds one; nothing on the machine is written outside the work directory.
+"""
+
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from . import buildscript
+from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, running, wait_until
+from .pki import make_pki
+from .ports import free_port
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "scripts" / "kueue-binary.sh"
+NAMESPACE = "kueue-system"
+
+
+@dataclass(frozen=True)
+class KueueParts:
+    binary: Path
+    crds: Path
+
+
+def obtain_kueue(progress: Callable[[str], None]) -> KueueParts:
+    """The Kueue binary and CRDs (a cold build takes several minutes)."""
+    try:
+        found = buildscript.run(SCRIPT, [], progress, timeout=BUILD_TIMEOUT)
+        return KueueParts(found["KUEUE"], found["KUEUE_CRDS"])
+    except buildscript.BuildScriptError as error:
+        raise ClusterError(str(error)) from None
+    except KeyError:
+        raise ClusterError(f"{SCRIPT} printed no KUEUE=<path> and KUEUE_CRDS=<dir>") from None
+
+
+def install_kueue_crds(server: ApiServer, crds: Path) -> None:
+    """Server-side apply Kueue's CRDs and wait until they serve."""
+    documents = [yaml.safe_load(path.read_text()) for path in sorted(crds.glob("*.yaml"))]
+    server.apply(*documents)
+    server.wait_established(*(f"crd/{d['metadata']['name']}" for d in documents))
+
+
+def configuration(workdir: Path, health_port: int, webhook_port: int) -> dict[str, object]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a run on loopback."""
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": NAMESPACE,
+        "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+        "metrics": {"bindAddress": "0"},
+        "webhook": {"host": "127.0.0.1", "port": webhook_port, "certDir": str(workdir / "certs")},
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "clientConnection": {"qps": 50, "burst": 100},
+        "integrations": {"frameworks": ["batch/job"]},
+    }
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@dataclass(frozen=True)
+class Kueue:
+    log: Path
+
+
+@contextmanager
+def run_kueue(binary: Path, server: ApiServer, workdir: Path) -> Iterator[Kueue]:
+    """The Kueue controller against `server` until the block ends."""
+    if shutil.which("unshare") is None:
+        raise ClusterError("running Kueue out of cluster needs `unshare` (util-linux)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    certs = workdir / "certs"
+    certs.mkdir(exist_ok=True)
+    pki = make_pki(certs)
+    shutil.copy(pki.serving_cert, certs / "tls.crt")
+    shutil.copy(pki.serving_key, certs / "tls.key")
+    health = free_port()
+    config = workdir / "kueue-config.yaml"
+    config.write_text(yaml.safe_dump(configuration(workdir, health, free_port())))
+    server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    metrics_certs = "/etc/kueue/metrics/certs"
+    script = (
+        f"mount -t tmpfs tmpfs /etc && mkdir -p {metrics_certs} && "
+        f'cp "$1/tls.crt" "$1/tls.key" {metrics_certs}/ && shift && exec "$@"'
+    )
+    command = [
+        "unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "kueue",
+        str(certs), str(binary), f"--config={config}", f"--kubeconfig={server.kubeconfig}",
+        "--feature-gates=VisibilityOnDemand=false", "--zap-log-level=3",
+    ]  # fmt: skip
+    log = workdir / "kueue.log"
+    with running(command, log) as process:
+        wait_until(lambda: _ready(f"http://127.0.0.1:{health}/readyz"), process, log, "kueue")
+        yield Kueue(log)

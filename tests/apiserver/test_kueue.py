@@ -1,0 +1,366 @@
+"""Queueing under the real Kueue (docs/kueue.md): Kueue v0.17 built from its module, the real
+Metacontroller with the CompositeController of manifests/overlays/kueue, and the hook, on an
+API server of this module's own (its CompositeController is not the one the other tests use).
+The test plays the kubelet. Quota, preemption, flavors, and bad input: a queue that does not
+exist, a job larger than any quota, a Workload deleted by hand, labels edited on running jobs."""
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.crds import install_crds
+from localcluster.kubelet import Kubelet
+from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue
+from localcluster.realstack import (
+    Hook,
+    install_controller,
+    run_metacontroller,
+    serve_hook,
+)
+from localcluster.rest import Rest
+from localcluster.waiting import wait_for
+from tests.kustomize import hook_objects
+
+from .scenario import REPO, Job, apply_job, manifest
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+TOLERATION = {"key": "pool", "operator": "Equal", "value": "a", "effect": "NoSchedule"}
+
+
+@dataclass(frozen=True)
+class KueueStack:
+    apiserver: ApiServer
+    rest: Rest
+    hook: Hook
+
+
+def kueue_controller(hook_url: str) -> dict[str, Any]:
+    """The CompositeController of manifests/overlays/kueue, its two hooks at `hook_url`."""
+    (controller,) = [d for d in hook_objects("kueue") if d["kind"] == "CompositeController"]
+    controller = copy.deepcopy(controller)
+    for hook in controller["spec"]["hooks"].values():
+        webhook = hook["webhook"]
+        webhook.pop("service")
+        webhook["url"] = hook_url + webhook.pop("path")
+    return controller
+
+
+@pytest.fixture(scope="module")
+def stack(
+    k8s_binaries: Binaries,
+    metacontroller_binary: Path,
+    progress: Callable[[str], None],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[KueueStack]:
+    workdir = tmp_path_factory.mktemp("kueue")
+    failure = None
+    try:
+        progress("obtaining Kueue (scripts/kueue-binary.sh)")
+        parts = obtain_kueue(progress)
+        with cluster(k8s_binaries, workdir) as server, Rest(server) as rest:
+            install_crds(server)
+            install_kueue_crds(server, parts.crds)
+            with run_kueue(parts.binary, server, workdir), serve_hook(workdir) as hook:
+                install_controller(server, hook.url)  # Metacontroller's CRDs
+                server.apply(kueue_controller(hook.url))
+                with run_metacontroller(metacontroller_binary, server, workdir):
+                    yield KueueStack(server, rest, hook)
+    except ClusterError as error:
+        failure = str(error)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+
+
+def namespace(stack: KueueStack, name: str) -> str:
+    stack.apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return name
+
+
+def flavor(name: str, labels: dict[str, str], tolerations: list[Any] = ()) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeLabels": labels}
+    if tolerations:
+        spec["tolerations"] = list(tolerations)
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+            "metadata": {"name": name}, "spec": spec}  # fmt: skip
+
+
+def cluster_queue(name: str, quotas: dict[str, str], preempt: bool = False) -> dict[str, Any]:
+    """A ClusterQueue over CPU, one flavor after the other (`quotas`: flavor → CPUs)."""
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [
+                    {"name": f, "resources": [{"name": "cpu", "nominalQuota": q}]}
+                    for f, q in quotas.items()
+                ],
+            }
+        ],
+    }
+    if preempt:
+        spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": name}, "spec": spec}  # fmt: skip
+
+
+def local_queue(name: str, ns: str, cq: str) -> dict[str, Any]:
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}}  # fmt: skip
+
+
+def replica(cpu: str, replicas: int = 1) -> dict[str, Any]:
+    container = {"name": "mxnet", "image": "mxjob/mxnet:1.9.1",
+                 "resources": {"requests": {"cpu": cpu}}}  # fmt: skip
+    return {"replicas": replicas, "restartPolicy": "Never",
+            "template": {"spec": {"containers": [container]}}}  # fmt: skip
+
+
+def mxjob(name: str, queue: str | None, cpu: str = "1", **run_policy: Any) -> dict[str, Any]:
+    """A job of one Worker asking for `cpu`, in LocalQueue `queue`."""
+    meta: dict[str, Any] = {"name": name}
+    if queue:
+        meta["labels"] = {QUEUE_LABEL: queue}
+    spec: dict[str, Any] = {"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": replica(cpu)}}
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": meta, "spec": spec}
+
+
+def workloads(stack: KueueStack, ns: str) -> dict[str, dict[str, Any]]:
+    items = stack.rest.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]
+    return {w["metadata"]["name"]: w for w in items}
+
+
+def pod_names(job: Job) -> list[str]:
+    return sorted(job.state().pods)
+
+
+def queued(job: Job) -> dict[str, Any] | None:
+    return job.condition("Queued")
+
+
+def last_condition(job: Job) -> str:
+    """What `kubectl get mxj` shows in its State column."""
+    conditions = job.status().get("conditions") or [{}]
+    return str(conditions[-1].get("type"))
+
+
+def is_true(job: Job, ctype: str, reason: str | None = None) -> bool:
+    cond = job.condition(ctype)
+    return bool(cond and cond["status"] == "True" and reason in (None, cond["reason"]))
+
+
+def test_two_jobs_one_quota(stack: KueueStack, figure: Callable[[str], None]) -> None:
+    """A ClusterQueue that fits one job: one runs, the other waits and says so; when the
+    first succeeds its quota returns and the second starts."""
+    ns = namespace(stack, "kueue-quota")
+    stack.apiserver.apply(
+        flavor("plain", {}), cluster_queue("fits-one", {"plain": "1"}),
+        local_queue("lq", ns, "fits-one"),
+    )  # fmt: skip
+    jobs = [
+        apply_job(stack.apiserver, stack.rest, ns, mxjob(name, "lq")) for name in ("one", "two")
+    ]
+    wait_for(
+        lambda: sorted(bool(pod_names(j)) for j in jobs),
+        "one job admitted",
+        until=lambda admitted: admitted == [False, True],
+    )
+    first, second = sorted(jobs, key=lambda j: not pod_names(j))
+    message = wait_for(
+        lambda: str((queued(second) or {}).get("message")),
+        "the other says it waits for quota",
+        until=lambda m: "insufficient unused quota" in m,
+    )
+    assert is_true(second, "Queued", "MXJobQueued")
+    assert last_condition(second) == "Queued"
+    assert "is queued in LocalQueue lq, waiting for Kueue to admit it" in message, message
+    assert "startTime" not in second.status()
+    assert pod_names(second) == []
+    assert second.state().services == ()
+
+    kubelet = Kubelet(stack.rest, ns)
+    kubelet.run(f"{first.name}-worker-0")
+    wait_for(lambda: is_true(first, "Running"), "the first runs")
+    assert (queued(first) or {})["reason"] == "MXJobAdmitted"
+    kubelet.exit(f"{first.name}-worker-0", 0)
+    wait_for(lambda: is_true(first, "Succeeded"), "the first succeeds")
+    succeeded = time.monotonic()
+    wait_for(lambda: pod_names(second), "the second's first pod")
+    figure(f"Kueue: first job Succeeded -> second job's first pod: "
+           f"{time.monotonic() - succeeded:.2f} s")  # fmt: skip
+    assert f"mxjob-{first.name}" not in workloads(stack, ns)
+    kubelet.run(f"{second.name}-worker-0")
+    wait_for(lambda: is_true(second, "Running"), "the second runs")
+    assert (queued(second) or {})["reason"] == "MXJobAdmitted"
+
+
+def test_higher_priority_preempts_lower(stack: KueueStack, figure: Callable[[str], None]) -> None:
+    """The lower job's pods go, it shows it was evicted, and it runs to Succeeded after the
+    higher one, with no restart counted."""
+    ns = namespace(stack, "kueue-preempt")
+    classes = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+         "metadata": {"name": name}, "value": value}
+        for name, value in (("mx-low", 100), ("mx-high", 1000))
+    ]  # fmt: skip
+    stack.apiserver.apply(
+        *classes, flavor("plain", {}), cluster_queue("preempting", {"plain": "1"}, preempt=True),
+        local_queue("lq", ns, "preempting"),
+    )  # fmt: skip
+    policy = lambda name: {"schedulingPolicy": {"priorityClass": name}}  # noqa: E731
+    low = apply_job(stack.apiserver, stack.rest, ns, mxjob("low", "lq", **policy("mx-low")))
+    kubelet = Kubelet(stack.rest, ns)
+    wait_for(lambda: pod_names(low), "the low job admitted")
+    assert workloads(stack, ns)["mxjob-low"]["spec"]["priority"] == 100
+    kubelet.run("low-worker-0")
+    wait_for(lambda: is_true(low, "Running"), "the low job runs")
+
+    applied = time.monotonic()
+    high = apply_job(stack.apiserver, stack.rest, ns, mxjob("high", "lq", **policy("mx-high")))
+    wait_for(lambda: is_true(low, "Queued", "MXJobEvicted"), "the low job evicted")
+    assert last_condition(low) == "Queued"
+    message = str((queued(low) or {})["message"])
+    assert "evicted by Kueue (Preempted)" in message, message
+    running = low.condition("Running") or {}
+    assert (running.get("status"), running.get("reason")) == ("False", "MXJobEvicted")
+    wait_for(lambda: low.state().pods == {} and low.state().services == (), "low pods gone")
+    assert "startTime" not in low.status()
+
+    wait_for(lambda: pod_names(high), "the high job admitted")
+    figure(f"Kueue: higher-priority job applied -> its first pod, the lower one preempted: "
+           f"{time.monotonic() - applied:.2f} s")  # fmt: skip
+    kubelet.run("high-worker-0")
+    kubelet.exit("high-worker-0", 0)
+    wait_for(lambda: is_true(high, "Succeeded"), "the high job succeeds")
+
+    wait_for(lambda: pod_names(low), "the low job admitted again")
+    assert pod_names(low) == ["low-worker-0"]  # a first attempt, not a replacement
+    kubelet.run("low-worker-0")
+    kubelet.exit("low-worker-0", 0)
+    wait_for(lambda: is_true(low, "Succeeded"), "the low job succeeds")
+    conditions = {c["type"] for c in low.status()["conditions"]}
+    assert "Restarting" not in conditions
+    pod = stack.rest.get(f"/api/v1/namespaces/{ns}/pods/low-worker-0")
+    assert pod["metadata"]["labels"]["training.kubeflow.org/replica-attempt"] == "0"
+    assert "training.kubeflow.org/restarts-before" not in (pod["metadata"].get("annotations") or {})
+
+
+def test_pods_carry_their_flavors(stack: KueueStack) -> None:
+    """Two flavors: each pod gets the node labels and tolerations of the flavor its pod set
+    was admitted on."""
+    ns = namespace(stack, "kueue-flavors")
+    stack.apiserver.apply(
+        flavor("pool-a", {"pool": "a"}, [TOLERATION]), flavor("pool-b", {"pool": "b"}),
+        cluster_queue("two-pools", {"pool-a": "1", "pool-b": "2"}),
+        local_queue("lq", ns, "two-pools"),
+    )  # fmt: skip
+    job = mxjob("pools", "lq")
+    job["spec"]["mxReplicaSpecs"] = {
+        "Scheduler": replica("1"), "Server": replica("1"), "Worker": replica("1")
+    }  # fmt: skip
+    applied = apply_job(stack.apiserver, stack.rest, ns, job)
+    wait_for(lambda: len(pod_names(applied)), "pods created", until=lambda n: n == 3)
+    admission = workloads(stack, ns)["mxjob-pools"]["status"]["admission"]
+    assigned = {a["name"]: a["flavors"]["cpu"] for a in admission["podSetAssignments"]}
+    assert set(assigned.values()) == {"pool-a", "pool-b"}, assigned
+    expected = {
+        "pool-a": ({"pool": "a"}, [TOLERATION]),
+        "pool-b": ({"pool": "b"}, []),
+    }
+    for rtype, chosen in assigned.items():
+        pod = stack.rest.get(f"/api/v1/namespaces/{ns}/pods/pools-{rtype}-0")
+        selector, tolerations = expected[chosen]
+        assert pod["spec"].get("nodeSelector") == selector, rtype
+        # The API server's DefaultTolerationSeconds adds its node.kubernetes.io ones.
+        added = [
+            t for t in pod["spec"].get("tolerations", [])
+            if not t["key"].startswith("node.kubernetes.io/")
+        ]  # fmt: skip
+        assert added == tolerations, rtype
+
+
+def test_bad_input_gets_a_clear_status(stack: KueueStack) -> None:
+    """A queue that does not exist and a job larger than any quota wait with Kueue's reason."""
+    ns = namespace(stack, "kueue-bad")
+    stack.apiserver.apply(
+        flavor("plain", {}), cluster_queue("small", {"plain": "1"}),
+        local_queue("small", ns, "small"),
+    )  # fmt: skip
+    nowhere = apply_job(stack.apiserver, stack.rest, ns, mxjob("nowhere", "no-such-queue"))
+    huge = apply_job(stack.apiserver, stack.rest, ns, mxjob("huge", "small", cpu="4"))
+    for job, words in ((nowhere, "LocalQueue no-such-queue doesn't exist"),
+                       (huge, "couldn't assign flavors")):  # fmt: skip
+        wait_for(lambda j=job, w=words: w in str((queued(j) or {}).get("message")), words)
+        assert last_condition(job) == "Queued"
+        assert pod_names(job) == []
+        workload = workloads(stack, ns)[f"mxjob-{job.name}"]
+        reserved = next(c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved")
+        assert reserved["message"] in str((queued(job) or {})["message"])
+
+
+def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
+    """A Workload deleted by hand is recreated and the pods stay; a label added to a running
+    job leaves it running unqueued; a label removed from an admitted job releases its Workload
+    and leaves it running."""
+    ns = namespace(stack, "kueue-edits")
+    stack.apiserver.apply(
+        flavor("plain", {}), cluster_queue("roomy", {"plain": "10"}),
+        local_queue("lq", ns, "roomy"),
+    )  # fmt: skip
+    kubelet = Kubelet(stack.rest, ns)
+    queued_job = apply_job(stack.apiserver, stack.rest, ns, mxjob("queued", "lq"))
+    plain = apply_job(stack.apiserver, stack.rest, ns, mxjob("plain", None))
+    for job in (queued_job, plain):
+        wait_for(lambda j=job: pod_names(j), f"{job.name} has pods")
+        kubelet.run(f"{job.name}-worker-0")
+        wait_for(lambda j=job: is_true(j, "Running"), f"{job.name} runs")
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)}
+
+    # The Workload deleted by hand: recreated, and the running pod stays.
+    old = workloads(stack, ns)["mxjob-queued"]["metadata"]["uid"]
+    stack.rest.delete(f"{KUEUE}/namespaces/{ns}/workloads/mxjob-queued")
+    wait_for(
+        lambda: workloads(stack, ns).get("mxjob-queued", {}).get("metadata", {}).get("uid"),
+        "the Workload recreated",
+        until=lambda uid: uid not in (None, old),
+    )
+
+    # The label added to the running plain job: it runs on, unqueued.
+    before = stack.hook.syncs(ns, "plain")
+    stack.apiserver.kubectl("label", "-n", ns, "mxjob/plain", f"{QUEUE_LABEL}=lq")
+    # The label removed from the admitted job: its Workload goes, its pod stays.
+    stack.apiserver.kubectl("label", "-n", ns, "mxjob/queued", f"{QUEUE_LABEL}-")
+    wait_for(lambda: "mxjob-queued" not in workloads(stack, ns), "the Workload released")
+    wait_for(lambda: stack.hook.syncs(ns, "plain"), "a sync of the relabelled job",
+             until=lambda n: n > before)  # fmt: skip
+    assert "mxjob-plain" not in workloads(stack, ns)
+    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)} == uids
+    for job in (queued_job, plain):
+        assert is_true(job, "Running"), job.name
+
+
+def pods_of(stack: KueueStack, ns: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = stack.rest.get(f"/api/v1/namespaces/{ns}/pods")["items"]
+    return items
+
+
+def test_the_examples_queue_and_admit(stack: KueueStack) -> None:
+    """examples/kueue/queues.yaml and job.yaml as docs/kueue.md applies them."""
+    ns = namespace(stack, "kueue-examples")
+    stack.apiserver.kubectl("apply", "-n", ns, "-f", str(REPO / "examples/kueue/queues.yaml"))
+    job = apply_job(stack.apiserver, stack.rest, ns, manifest("examples/kueue/job.yaml"))
+    wait_for(lambda: len(pod_names(job)), "the example job admitted", until=lambda n: n == 5)
+    wait_for(lambda: is_true(job, "Created") and not is_true(job, "Queued"), "admitted, said")
+    assert (queued(job) or {})["reason"] == "MXJobAdmitted"
+    assert workloads(stack, ns)["mxjob-mnist-queued"]["status"]["admission"]["clusterQueue"] == (
+        "training"
+    )
