@@ -28,7 +28,7 @@ CLOCK = {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
 
 def _running_request(workers: int) -> bytes:
     parent = s.mxjob(s.train_spec(2, workers))
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(first)}
     return orjson.dumps(s.step(parent, first, phases)[0])
 
