@@ -309,7 +309,6 @@ def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> No
         "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
         "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
         "generateSelector": True,
-        "resyncPeriodSeconds": 30,
         "hooks": hooks,
     }
 
