@@ -6,12 +6,12 @@ from typing import Any
 
 from app import conditions, names
 from app.envelope import ObjectMeta
-from app.times import parse_time
+from app.times import parse_time, seconds_until
 
 CHILD_TYPE = "Event.v1"
 # Metacontroller recreates a desired child that vanishes, so an Event must stop being desired
-# before the API server expires it (--event-ttl, 1 h by default): 50 minutes leaves room for
-# the 30 s resync that drops it.
+# before the API server expires it (--event-ttl, 1 h by default). The hook asks for the sync
+# that drops it (`expiry_in`): nothing else may sync a job at rest before its Events expire.
 MAX_AGE_SECONDS = 50 * 60
 # A job that keeps restarting makes two Events a restart; the newest are kept.
 MAX_EVENTS = 20
@@ -44,6 +44,13 @@ def story(
     young = [e for e in wanted.values() if _age(e, now) < MAX_AGE_SECONDS]
     young.sort(key=lambda e: (e["firstTimestamp"], e["metadata"]["name"]))
     return _collapsed(young, {c["metadata"]["name"] for c in current})[-MAX_EVENTS:]
+
+
+def expiry_in(story: list[dict[str, Any]], now: datetime) -> int:
+    """Seconds until the oldest of these Events is MAX_AGE_SECONDS old (0 without any): the
+    sync then stops wanting it."""
+    born = [at for at in (parse_time(e["firstTimestamp"]) for e in story) if at is not None]
+    return seconds_until(min(born), MAX_AGE_SECONDS, now) if born else 0
 
 
 def _collapsed(timeline: list[dict[str, Any]], current: set[str]) -> list[dict[str, Any]]:

@@ -8,6 +8,7 @@ from app import builders, children, conditions, envelope, events, gang, kueue, s
 from app.defaults import SpecError
 from app.envelope import ObjectMeta
 from app.spec import MXJobSpec
+from app.times import sooner
 from app.validation import validated_spec
 
 
@@ -52,6 +53,10 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     queue = _kueue_gate(request, spec, previous)
     decision = status.decide(meta.name, spec, owned.replicas, previous, now, queue)
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
+    if _first(request, previous):
+        # Staged: Metacontroller writes the status only after every child of the answer, so
+        # the first answer is the status alone; writing it brings the sync that asks for all.
+        return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
     job = builders.job_context(
         meta.name,
         meta.namespace,
@@ -67,8 +72,15 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         desired.append(children.workload(job, kueue.queue_name(labels) or "", prio))
     if events.declared(request.children):
         observed = request.observed(events.CHILD_TYPE)
-        desired += events.story(meta, decision.conditions, observed, now)
+        story = events.story(meta, decision.conditions, observed, now)
+        desired += story
+        resync = sooner(resync, events.expiry_in(story, now))
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
+
+
+def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
+    """A job's first sync: no condition yet and no child of any type."""
+    return not previous.conditions and not any(request.children.values())
 
 
 def _kueue_gate(

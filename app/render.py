@@ -84,6 +84,9 @@ def _render_one(
     request = {"parent": job, "children": {kind: {} for kind in child_types}}
     try:
         answer = sync(request, now)
+        if not answer["children"]:
+            # A new job's first answer is its status alone: the sync its write brings creates.
+            answer = sync(request | {"parent": job | {"status": answer["status"]}}, now)
     except envelope.BadRequest as err:
         raise RenderError(f"document {n + 1}: {err}") from None
     return [job | {"status": answer["status"]}, *answer["children"]]

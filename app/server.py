@@ -10,6 +10,7 @@ from typing import Any
 
 import uvicorn
 from prometheus_client import Counter
+from uvicorn.config import STARTUP_FAILURE
 from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -249,16 +250,35 @@ def settle_memory() -> None:
     gc.set_threshold(*GC_THRESHOLD)
 
 
+# How often the idle server wakes: to see a shutdown signal and to renew its Date header.
+TICK_SECONDS = 1.0
+
+
+class QuietServer(uvicorn.Server):
+    """uvicorn's server, waking once a second instead of ten times: its answers' Date header
+    is renewed once a second either way, and an idle hook costs next to no CPU."""
+
+    async def main_loop(self) -> None:
+        # on_tick(0) renews the Date header and says whether to stop (a signal, as uvicorn's).
+        while not await self.on_tick(0):
+            await asyncio.sleep(TICK_SECONDS)
+
+
 def run(config: settings.Settings, host: str, port: int) -> None:
     from app import web  # noqa: F401  (imported before the collector settles; uvicorn reuses it)
 
     settle_memory()
-    uvicorn.run(
-        "app.web:app",
-        host=host,
-        port=port,
-        log_config=logs.config(config.log_level),
-        ssl_certfile=config.tls_cert_file,
-        ssl_keyfile=config.tls_key_file,
-        **options(config),
+    server = QuietServer(
+        uvicorn.Config(
+            "app.web:app",
+            host=host,
+            port=port,
+            log_config=logs.config(config.log_level),
+            ssl_certfile=config.tls_cert_file,
+            ssl_keyfile=config.tls_key_file,
+            **options(config),
+        )
     )
+    server.run()
+    if not server.started:
+        raise SystemExit(STARTUP_FAILURE)

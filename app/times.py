@@ -30,3 +30,8 @@ def seconds_until(since: datetime, seconds: int, now: datetime) -> int:
     """Whole seconds from `now` until `seconds` after `since`: 0 once past, capped."""
     left = math.ceil((since - now).total_seconds()) + seconds
     return min(max(left, 0), MAX_WAIT_SECONDS)
+
+
+def sooner(wait: int, other: int) -> int:
+    """The earlier of two waits in seconds, where 0 means no wait at all."""
+    return min(wait, other) if wait and other else wait or other

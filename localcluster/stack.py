@@ -34,6 +34,8 @@ FLAG_NAMES = (
     "--workers",
     "--apply-strategy",
     "--zap-log-level",
+    "--discovery-interval",
+    "--cache-flush-interval",
 )
 LEADER_ELECTION = "--leader-election"
 
@@ -68,9 +70,14 @@ def leader_election_flags() -> tuple[str, ...]:
     return flags
 
 
-# The flags the overlay set after release 0.1.0: its default apply strategy (dynamic-apply) and
-# its release's log level were Metacontroller's own.
-NEW_SINCE_0_1_0 = ("--apply-strategy=", "--zap-log-level=")
+# The flags the overlay set after release 0.1.0: its default apply strategy (dynamic-apply), its
+# release's log level, discovery interval and cache flush were Metacontroller's own.
+NEW_SINCE_0_1_0 = (
+    "--apply-strategy=",
+    "--zap-log-level=",
+    "--discovery-interval=",
+    "--cache-flush-interval=",
+)
 
 
 def release_0_1_0_flags() -> tuple[str, ...]:

@@ -70,7 +70,7 @@ def _running(spec: dict[str, Any], name: str) -> dict[str, Any]:
     come from the benchmark's builder (`running_job_request`), with the API server's
     metadata and defaults."""
     parent = s.mxjob(spec, name=name)
-    first = sync(_new(spec, name), s.NOW)
+    first = s.created(_new(spec, name))
     pods = [_observed(p, **s.pod_status("Running")) for p in s.pods_of(first)]
     services = [_observed(x) for x in s.services_of(first)]
     maps = [_observed(c) for c in first["children"] if c["kind"] == "ConfigMap"]

@@ -40,12 +40,18 @@ def _run(
     parent: dict[str, Any],
     *phases: dict[str, dict[str, Any]],
     child_types: tuple[str, ...] = CONFIG_MAPS,
+    first: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any], datetime]:
     """Replay a job from creation through the given observed pod phases, one sync every
-    30 seconds. Returns the last request, its answer and its time."""
+    30 seconds. Returns the last request, its answer and its time. The first answer is the
+    job's status alone; the sync its status write brings at once creates the children: with
+    `first` and no phases, the first sync is the one returned."""
     req = s.request(parent, others={kind: [] for kind in child_types})
     at = s.NOW
     answer = sync(req, at)
+    if not first:
+        req = s.request(parent | {"status": answer["status"]}, others=_none(child_types))
+        answer = sync(req, at)
     for n, observed in enumerate(phases, start=1):
         at = s.later(30 * n)
         req, answer = s.step(parent, answer, observed, at, child_types)
@@ -56,8 +62,9 @@ def _life(
     *phases: dict[str, dict[str, Any]],
     parent: dict[str, Any] | None = None,
     child_types: tuple[str, ...] = CONFIG_MAPS,
+    first: bool = False,
 ) -> Case:
-    req, _, at = _run(parent or _train(), *phases, child_types=child_types)
+    req, _, at = _run(parent or _train(), *phases, child_types=child_types, first=first)
     return req, at
 
 
@@ -72,6 +79,13 @@ def _all(status: dict[str, Any], *which: str) -> dict[str, dict[str, Any]]:
 
 def _none(child_types: tuple[str, ...]) -> dict[str, list[dict[str, Any]]]:
     return {kind: [] for kind in child_types}
+
+
+@case
+def first_answer() -> Case:
+    """A job's first sync: the answer is its status alone (staged), so that Metacontroller
+    writes it at once, before any child exists."""
+    return _life(first=True)
 
 
 @case

@@ -24,7 +24,8 @@ What it does not model:
   and nothing tells a write that changes nothing from one that does;
 - the status is stored on every sync (Metacontroller writes it only when it changed) and gets
   no `observedGeneration`;
-- no watches, queues or timing: a sync happens only when the test calls `sync()`; neither
+- no watches, queues or timing: a sync happens only when the test calls `sync()` (and right
+  after a staged first answer, whose status write brings the next sync); neither
   `resyncPeriodSeconds` nor the hook's `resyncAfterSeconds` schedules one; no rate limits, no
   retries or backoff, no hook errors, timeouts or outages;
 - deletion is immediate: no grace period, finalizers or garbage collection;
@@ -52,19 +53,27 @@ class SimCluster:
     request: dict[str, Any] = field(default_factory=dict)
     answer: dict[str, Any] = field(default_factory=dict)
     child_types: tuple[str, ...] = ("ConfigMap.v1", "Pod.v1", "Service.v1")
+    # First answers that were the status alone, each followed by the sync its write brings.
+    staged: int = 0
     # What the customize hook's related resources would hand every sync.
     related: dict[str, Any] = field(default_factory=dict)
 
     # Metacontroller's part.
 
     def sync(self, after: int = 0) -> dict[str, Any]:
-        """Advance the clock, then run one sync (two in stale mode) and apply the answer."""
+        """Advance the clock, then run one sync (two in stale mode) and apply the answer. A
+        job's first answer, its status alone (staged), is followed at once by the sync its
+        status write brings, as Metacontroller's own watch of its parents does."""
         self.now += timedelta(seconds=after)
+        first = not any(self.children.values()) and not (self.status or {}).get("conditions")
         if self.stale and self.older_status != self.status:
             self._apply(sync(self._request(self.older_status), self.now), write_status=False)
         self.request = self._request(self.status)
         self.answer = sync(copy.deepcopy(self.request), self.now)
         self._apply(self.answer, write_status=True)
+        if first and not self.answer["children"] and self.answer["status"].get("conditions"):
+            self.staged += 1
+            return self.sync()
         return self.answer
 
     def _request(self, status: dict[str, Any] | None) -> dict[str, Any]:

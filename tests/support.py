@@ -174,3 +174,16 @@ def dig(obj: Any, *keys: str) -> Any:
             return None
         obj = obj.get(key)
     return obj
+
+
+def created(req: dict[str, Any], now: datetime = NOW) -> dict[str, Any]:
+    """The answer that creates a new job's children (to the request `after_first` gives)."""
+    return sync(after_first(req, now), now)
+
+
+def after_first(req: dict[str, Any], now: datetime = NOW) -> dict[str, Any]:
+    """The sync request that a new job's first answer brings: that answer is the job's status
+    alone (staged), and Metacontroller's write of it syncs the job again, still childless."""
+    followed = copy.deepcopy(req)
+    followed["parent"]["status"] = sync(copy.deepcopy(req), now)["status"]
+    return followed

@@ -119,22 +119,28 @@ def test_deployment_runs_the_image_command() -> None:
 def test_image_command_serves_the_same_asgi_app_as_make_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(server.uvicorn, "run", lambda *a, **kw: calls.append((a, kw)))
+    configs: list[Any] = []
+
+    def run(self: server.QuietServer, sockets: Any = None) -> None:
+        configs.append(self.config)
+        self.started = True
+
+    monkeypatch.setattr(server.QuietServer, "run", run)
     for command in (
         make_run(host="0.0.0.0", port="8080"),
         arguments("ENTRYPOINT") + arguments("CMD"),
     ):
         assert command[:3] == ["python", "-m", "app"]
         cli.main(command[3:])
-    image, make = calls
+    fields = ("app", "host", "port", "loop", "ws", "limit_concurrency", "timeout_keep_alive")
+    image, make = ({f: getattr(c, f) for f in fields} for c in configs)
     # Each start makes its own protocol class; what it carries is the deadlines.
-    protocols = [call[1].pop("http") for call in calls]
+    protocols = [c.http for c in configs]
     assert {(p.head_seconds, p.send_seconds) for p in protocols} == {
         (protocols[0].head_seconds, protocols[0].send_seconds)
     }
     assert image == make
-    assert (image[0], image[1]["host"], image[1]["port"]) == (("app.web:app",), "0.0.0.0", 8080)
+    assert (image["app"], image["host"], image["port"]) == ("app.web:app", "0.0.0.0", 8080)
 
 
 def test_build_context_holds_only_what_the_image_copies() -> None:

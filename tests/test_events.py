@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from app.envelope import ObjectMeta
-from app.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, story
+from app.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, expiry_in, story
 from app.reconcile import sync
 from tests.kustomize import documents
-from tests.support import NOW, UID, mxjob, request, train_spec
+from tests.support import UID, created, mxjob, request, train_spec
 
 REPO = Path(__file__).resolve().parents[1]
 JOB = ObjectMeta(name="mnist", namespace="default", uid=UID)
@@ -206,6 +206,43 @@ def test_the_newest_events_are_kept() -> None:
 
 
 @pytest.mark.parametrize(
+    ("events", "now", "expected"),
+    [
+        pytest.param([], AT, 0, id="no-event-no-wait"),
+        pytest.param([event("Created", "MXJobCreated", T0)], AT, MAX_AGE_SECONDS - 300, id="one"),
+        pytest.param(
+            [event("Running", "MXJobRunning", T2), event("Created", "MXJobCreated", T0)],
+            AT,
+            MAX_AGE_SECONDS - 300,
+            id="the-oldest-first",
+        ),
+        pytest.param(
+            [event("Created", "MXJobCreated", T0)],
+            AT + timedelta(milliseconds=500),
+            MAX_AGE_SECONDS - 300,
+            id="rounded-up-to-the-second",
+        ),
+    ],
+)
+def test_expiry_in(events: list[dict[str, Any]], now: datetime, expected: int) -> None:
+    assert expiry_in(events, now) == expected
+
+
+def test_a_job_at_rest_with_events_asks_for_the_sync_that_drops_the_oldest() -> None:
+    """No periodic resync is counted on: the answer's resyncAfterSeconds brings the sync at
+    which the oldest Event stops being wanted, and that sync no longer wants it."""
+    created = as_observed(event("Created", "MXJobCreated", T0))
+    status = {"conditions": [cond("Created", "True", "MXJobCreated", T0)]}
+    body = request(mxjob(train_spec(), status=status), others={CHILD_TYPE: [created]})
+    answer = sync(body, AT)
+    assert created["metadata"]["name"] in [c["metadata"]["name"] for c in answer["children"]]
+    wait = answer["resyncAfterSeconds"]
+    assert wait == MAX_AGE_SECONDS - 300
+    later = sync(body, AT + timedelta(seconds=wait))
+    assert created["metadata"]["name"] not in [c["metadata"]["name"] for c in later["children"]]
+
+
+@pytest.mark.parametrize(
     ("declared", "events"),
     [
         pytest.param({}, [], id="not-declared-no-event"),
@@ -215,11 +252,11 @@ def test_the_newest_events_are_kept() -> None:
 def test_sync_returns_events_only_when_declared(
     declared: dict[str, list[dict[str, Any]]], events: list[str]
 ) -> None:
-    answer = sync(request(mxjob(train_spec()), others=declared), NOW)
+    answer = created(request(mxjob(train_spec()), others=declared))
     found = [c["metadata"]["name"] for c in answer["children"] if c["kind"] == "Event"]
     assert found == events
     assert len(answer["children"]) == 10 + len(events)
-    assert answer["status"] == sync(request(mxjob(train_spec())), NOW)["status"]
+    assert answer["status"] == created(request(mxjob(train_spec())))["status"]
 
 
 def test_an_invalid_spec_keeps_the_observed_events_and_adds_none() -> None:

@@ -30,7 +30,7 @@ RUNNING = s.pod_status("Running")
 
 def _running(parent: dict[str, Any], **kinds: Any) -> dict[str, Any]:
     """The request after every pod of `parent` came up Running."""
-    first = sync(s.request(parent, **kinds), NOW)
+    first = s.created(s.request(parent, **kinds))
     phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
     types = tuple((kinds.get("others") or {}).keys())
     return s.step(parent, first, phases, NOW, types)[0]
@@ -43,7 +43,7 @@ def _tune() -> dict[str, Any]:
 
 def _restarting() -> dict[str, Any]:
     parent = s.mxjob(s.train_spec(1, 2, "ExitCode"))
-    first = sync(s.request(parent), NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
     phases["mnist-worker-1"] = s.pod_status("Failed", exit_code=137)
     _, answer = s.step(parent, first, phases, NOW)
@@ -53,7 +53,7 @@ def _restarting() -> dict[str, Any]:
 
 def _finished() -> dict[str, Any]:
     parent = s.mxjob(s.train_spec(1, 1) | {"runPolicy": {"cleanPodPolicy": "None"}})
-    first = sync(s.request(parent), NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
     phases["mnist-scheduler-0"] = s.pod_status("Succeeded", exit_code=0)
     _, answer = s.step(parent, first, phases, NOW)

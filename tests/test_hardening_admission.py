@@ -20,15 +20,17 @@ import pytest
 
 from app import metrics, web
 from app.jsonlog import JsonFormatter
-from app.reconcile import sync, sync_result
+from app.reconcile import sync_result
 from app.settings import Settings
 from tests import support as s
 
-NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
+NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
 # Small, but a job of more than web.INLINE_REPLICAS replicas: answered in the worker thread.
-THREADED = orjson.dumps(s.request(s.mxjob(s.train_spec(4, 20))))
+THREADED = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec(4, 20)))))
 # A body between web.INLINE_BODY and web.LARGE_BODY: counted against the byte budget.
-MEDIUM = orjson.dumps(s.request(s.mxjob(s.train_spec())) | {"padding": "x" * 200_000})
+MEDIUM = orjson.dumps(
+    s.after_first(s.request(s.mxjob(s.train_spec()))) | {"padding": "x" * 200_000}
+)
 
 
 def _app(**settings: Any) -> Any:
@@ -343,7 +345,7 @@ def test_a_bug_in_the_core_is_a_500_not_a_4xx(
 
 
 # A request for a job of 200 workers: its answer is over web.PIECE, sent in several pieces.
-TWO_PIECES = orjson.dumps(s.request(s.mxjob(s.train_spec(1, 200))))
+TWO_PIECES = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec(1, 200)))))
 
 
 @pytest.mark.parametrize("when", ["during-its-sync", "while-its-answer-is-sent"])
@@ -368,7 +370,7 @@ def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
     _run(_app(), [(0, call)])
     assert _count("client_gone") - before["client_gone"] == 1
     assert _count("ok") == before["ok"]
-    answer = orjson.dumps(sync(s.request(s.mxjob(s.train_spec(1, 200))), s.NOW))
+    answer = orjson.dumps(s.created(s.request(s.mxjob(s.train_spec(1, 200)))))
     assert len(answer) > 2 * web.PIECE
     assert len(call.body) < len(answer)
     if when == "during-its-sync":
@@ -401,7 +403,9 @@ class Marker:
 
 
 # Over web.INLINE_BODY, so parsed and answered in the worker thread: 2 MiB, 20,000 objects.
-PADDED = s.request(s.mxjob(s.train_spec())) | {"padding": [{"k": "x" * 100}] * 20_000}
+PADDED = s.after_first(s.request(s.mxjob(s.train_spec()))) | {
+    "padding": [{"k": "x" * 100}] * 20_000
+}
 
 
 @pytest.mark.parametrize(

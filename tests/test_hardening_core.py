@@ -18,7 +18,7 @@ FAR_FUTURE = "9999-12-31T23:59:59Z"
 def _running(run_policy: dict[str, Any], start: str | None = None) -> dict[str, Any]:
     """A running job whose run policy is changed to `run_policy` afterwards."""
     parent = s.mxjob(s.train_spec(1, 1))
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
     request = s.step(parent, first, phases)[0]
     request["parent"]["spec"]["runPolicy"] = run_policy
@@ -30,7 +30,7 @@ def _running(run_policy: dict[str, Any], start: str | None = None) -> dict[str, 
 def _finished(run_policy: dict[str, Any], completed: str | None = None) -> dict[str, Any]:
     """A job that succeeded a sync ago, whose run policy is changed to `run_policy`."""
     parent = s.mxjob(s.train_spec(1, 1) | {"runPolicy": {"cleanPodPolicy": "None"}})
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
     phases["mnist-scheduler-0"] = s.pod_status("Succeeded", exit_code=0)
     _, answer = s.step(parent, first, phases)
@@ -70,7 +70,7 @@ def test_far_timers_keep_the_pods_and_a_resync_metacontroller_can_hold(
 def test_a_huge_replica_count_is_an_invalid_spec_not_a_memory_bomb(replicas: int) -> None:
     spec = s.train_spec(1, 1)
     spec["mxReplicaSpecs"]["Worker"]["replicas"] = replicas
-    answer = sync(s.request(s.mxjob(spec)), s.NOW)
+    answer = s.created(s.request(s.mxjob(spec)))
     failed = conditions.find(answer["status"]["conditions"], conditions.FAILED)
     assert failed is not None
     assert failed["reason"] == REASON_INVALID

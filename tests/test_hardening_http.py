@@ -20,7 +20,7 @@ from app import server, settings
 from tests import support as s
 from tests.hardening import Server, closed_by_peer, start
 
-NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
+NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
 HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: hook\r\n\r\n"
 # A head within 1 s; a body without a gap over 1 s (a fifth of the webhook timeout), whole
 # within 4 s (four fifths); bodies up to 1 MiB.

@@ -59,7 +59,7 @@ def _job(child_types: dict[str, list[Any]] | None = None) -> tuple[dict[str, Any
     for replica in spec["mxReplicaSpecs"].values():
         replica["template"] = _hostile_template()
     parent = s.mxjob(spec, name="mine")
-    return parent, sync(s.request(parent, others=child_types), s.NOW)
+    return parent, s.created(s.request(parent, others=child_types))
 
 
 def _expected_labels(pod: dict[str, Any]) -> dict[str, str]:
@@ -165,7 +165,7 @@ def _impostor(pod: dict[str, Any], job: str, **status: Any) -> dict[str, Any]:
 )
 def test_another_jobs_pods_are_neither_counted_nor_kept(job: str, rename: bool) -> None:
     parent = s.mxjob(s.train_spec(1, 2, "Never"), name="mine")
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     pods = s.pods_of(first)
     failed, done = s.pod_status("Failed", exit_code=1), s.pod_status("Succeeded", exit_code=0)
     impostors = [
@@ -191,7 +191,7 @@ def test_another_jobs_pods_are_neither_counted_nor_kept(job: str, rename: bool) 
 
 def test_another_jobs_services_do_not_move_our_attempts() -> None:
     parent = s.mxjob(s.train_spec(1, 1), name="mine")
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     services = [s.observed(x) for x in s.services_of(first)]
     for service in services:
         foreign = copy.deepcopy(service)

@@ -89,8 +89,9 @@ def test_the_limit_is_inclusive(limit: int, status: int) -> None:
 
 
 def _nested(depth: int) -> dict[str, Any]:
-    """A valid new job whose mxnet container carries a field nested `depth` levels deep."""
-    request = s.request(s.mxjob(s.train_spec()))
+    """A valid new job, past its first answer (the status alone), whose mxnet container
+    carries a field nested `depth` levels deep."""
+    request = s.after_first(s.request(s.mxjob(s.train_spec())))
     deep: Any = "bottom"
     for _ in range(depth):
         deep = {"x": deep}

@@ -28,7 +28,7 @@ CLOCK = {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
 
 def _running_request(workers: int) -> bytes:
     parent = s.mxjob(s.train_spec(2, workers))
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(first)}
     return orjson.dumps(s.step(parent, first, phases)[0])
 
@@ -154,7 +154,7 @@ def test_tokens_headers_and_bodies_are_never_logged() -> None:
     parent["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = [
         {"name": "MARK", "value": BODY_MARK}
     ]
-    good = orjson.dumps(s.request(parent))
+    good = orjson.dumps(s.after_first(s.request(parent)))
     other_kind = orjson.dumps(s.request(parent | {"kind": "TFJob"}))
     not_json = f'{{"parent": "{BODY_MARK}'.encode()
     too_large = b'{"padding": "' + BODY_MARK.encode() * 100_000 + b'"}'

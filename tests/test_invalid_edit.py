@@ -29,7 +29,7 @@ def _true(answer: dict[str, Any]) -> dict[str, str]:
 def _running() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(parent, last request, last answer) of a train job whose pods all run."""
     parent = s.mxjob(s.train_spec(1, 2))
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
     _, answer = s.step(parent, first, phases, s.later(30))
     request, answer = s.step(parent, answer, phases, s.later(40))
@@ -52,7 +52,7 @@ def _suspended() -> tuple[dict[str, Any], dict[str, Any]]:
 def _succeeded() -> tuple[dict[str, Any], dict[str, Any]]:
     parent = s.mxjob(s.train_spec(0, 1) | {"runPolicy": {"cleanPodPolicy": "None"}})
     parent["spec"]["mxReplicaSpecs"].pop("Scheduler")
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     done = {"mnist-worker-0": s.pod_status("Succeeded", exit_code=0)}
     _, answer = s.step(parent, first, done, s.later(30))
     return parent, s.step(parent, answer, done, s.later(60))[1]

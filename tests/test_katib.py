@@ -147,7 +147,7 @@ def test_the_documented_trial_runs_its_metric_from_the_worker() -> None:
     spec = json.loads(
         json.dumps(template["trialSpec"]["spec"]).replace("${trialParameters.learningRate}", "0.05")
     )
-    answer = sync(s.request(s.mxjob(spec, name="mxjob-lr-abc123")), s.NOW)
+    answer = s.created(s.request(s.mxjob(spec, name="mxjob-lr-abc123")))
     assert not any(c["reason"] == "MXJobInvalidSpec" for c in answer["status"]["conditions"])
     pods = [c for c in answer["children"] if c["kind"] == "Pod"]
     wanted = template["primaryPodLabels"].items()

@@ -32,7 +32,11 @@ OLDEST_WITH_GUARD = "1.30.0"
 GUARD = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
 # Cluster-scoped objects only some overlays add: Kubeflow's aggregated roles.
-OVERLAY_CLUSTER_SCOPED = {"kubeflow": {"ClusterRole"}, "kueue": {"ClusterRole"}, "with-metacontroller": GUARD}
+OVERLAY_CLUSTER_SCOPED = {
+    "kubeflow": {"ClusterRole"},
+    "kueue": {"ClusterRole"},
+    "with-metacontroller": GUARD,
+}
 # Where the release workflow publishes the image; every overlay pins it at app.__version__.
 IMAGE = "ghcr.io/mxjob-controller/mxjob-controller"
 HOOK_LABELS = {
@@ -309,7 +313,6 @@ def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> No
         "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
         "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
         "generateSelector": True,
-        "resyncPeriodSeconds": 30,
         "hooks": hooks,
     }
 

@@ -58,7 +58,7 @@ def test_attempt_of_a_pod_name(name: str, expected: int | None) -> None:
 
 def _running_job() -> tuple[dict[str, Any], dict[str, Any]]:
     parent = s.mxjob(s.train_spec(1, 2, "ExitCode"))
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: RUNNING for p in s.pods_of(first)}
     return s.step(parent, first, phases)
 

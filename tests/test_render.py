@@ -8,7 +8,6 @@ import pytest
 import yaml
 
 from app import envelope
-from app.reconcile import sync
 from app.render import RenderError, render
 from tests import support as s
 
@@ -18,7 +17,7 @@ ROOT = Path(__file__).parent.parent
 def test_render_is_the_sync_answer_as_yaml() -> None:
     job = s.mxjob(s.train_spec())
     documents = list(yaml.safe_load_all(render(yaml.safe_dump(job), s.NOW)))
-    answer = sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW)
+    answer = s.created(s.request(job, others={envelope.CONFIG_MAP: []}))
     assert documents == [job | {"status": answer["status"]}, *answer["children"]]
     assert [d["kind"] for d in documents[:3]] == ["MXJob", "ConfigMap", "Pod"]
 

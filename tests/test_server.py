@@ -1,5 +1,6 @@
 """The real server: uvicorn on a free loopback port, the golden requests over HTTP."""
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -7,9 +8,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.server import GC_THRESHOLD
+from app.server import GC_THRESHOLD, TICK_SECONDS, QuietServer
 from tests.golden_cases import CASES, paths, times
 from tests.hardening import serving
 
@@ -107,13 +109,13 @@ def test_healthz_and_metrics_count_syncs_by_outcome(server: str) -> None:
 
 SETTLED = """
 import gc, sys
-import uvicorn
 from app import server, settings
 
-def run(app, **options):
+def run(self, sockets=None):
     print(repr(("app.web" in sys.modules, gc.get_freeze_count() > 0, gc.get_threshold())))
+    self.started = True
 
-uvicorn.run = run
+server.QuietServer.run = run
 server.run(settings.from_env(), "127.0.0.1", 0)
 """
 
@@ -125,3 +127,22 @@ def test_the_collector_settles_before_serving() -> None:
         [sys.executable, "-c", SETTLED], capture_output=True, text=True, check=True
     ).stdout
     assert seen.strip() == repr((True, True, GC_THRESHOLD))
+
+
+def test_the_idle_server_wakes_once_a_second_until_told_to_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """uvicorn wakes ten times a second to see a signal and renew its Date header; the hook's
+    server once a second (docs/performance.md, "At rest"), and stops at the tick after a
+    signal, as uvicorn's."""
+    quiet = QuietServer(uvicorn.Config("app.web:app"))
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        quiet.should_exit = len(slept) == 3
+
+    monkeypatch.setattr("app.server.asyncio.sleep", sleep)
+    asyncio.run(quiet.main_loop())
+    assert slept == [TICK_SECONDS] * 3
+    assert TICK_SECONDS == 1.0

@@ -38,7 +38,7 @@ def true_conditions(
 ) -> list[str]:
     """Sync once to get the pods, observe them in the given states (by replica type), sync again."""
     parent = s.mxjob(spec)
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     pods = [
         s.observed(
             p, **states.get(p["metadata"]["labels"]["training.kubeflow.org/replica-type"], default)
@@ -140,7 +140,7 @@ def _jobs(path: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("path", LEGACY + EXAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_manifest_is_accepted_unchanged(path: Path) -> None:
     for job in _jobs(path):
-        answer = sync(s.request(job), s.NOW)
+        answer = s.created(s.request(job))
         reasons = [c["reason"] for c in answer["status"]["conditions"]]
         assert reasons == ["MXJobCreated"], answer["status"]
         spec = validated_spec(job["metadata"]["name"], job["spec"])

@@ -154,14 +154,14 @@ def test_the_layout_is_the_one_the_request_implies() -> None:
     created under one with them; a running job whose pods carry MX_CONFIG whole is judged
     inline even once ConfigMaps are declared, and refused as a bad edit: its children stay."""
     job = s.mxjob(workers(1200), "a" * 32)
-    inline = sync(s.request(job), s.NOW)
+    inline = s.created(s.request(job))
     assert (_condition(inline), inline["children"]) == (("Failed", "True", "MXJobInvalidSpec"), [])
     assert INLINE_HINT in inline["status"]["conditions"][-1]["message"]
-    with_maps = sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW)
+    with_maps = s.created(s.request(job, others={envelope.CONFIG_MAP: []}))
     assert _condition(with_maps) == ("Created", "True", "MXJobCreated")
 
     small = s.mxjob(workers(3), "a" * 32)
-    first = sync(s.request(small), s.NOW)
+    first = s.created(s.request(small))
     running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(first)}
     request = s.step(small, first, running, s.later(30))[0]
     request["children"][envelope.CONFIG_MAP] = {}
@@ -398,7 +398,7 @@ def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() ->
     layout."""
     job = s.mxjob(train()(3000), "a")
     maps = (envelope.CONFIG_MAP,)
-    released = released_0_1_0(sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW))
+    released = released_0_1_0(s.created(s.request(job, others={envelope.CONFIG_MAP: []})))
     running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(released)}
     request, answer = s.step(job, released, running, s.later(30), maps)
     assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from app.times import MAX_WAIT_SECONDS, format_time, parse_time, seconds_until
+from app.times import MAX_WAIT_SECONDS, format_time, parse_time, seconds_until, sooner
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
@@ -45,3 +45,17 @@ def test_parse_time(value: Any, expected: datetime | None) -> None:
 )
 def test_seconds_until(since: datetime, seconds: int, expected: int) -> None:
     assert seconds_until(since, seconds, NOW) == expected
+
+
+@pytest.mark.parametrize(
+    ("wait", "other", "expected"),
+    [
+        pytest.param(0, 0, 0, id="neither"),
+        pytest.param(30, 0, 30, id="first-only"),
+        pytest.param(0, 30, 30, id="second-only"),
+        pytest.param(30, 20, 20, id="both-second-sooner"),
+        pytest.param(5, 20, 5, id="both-first-sooner"),
+    ],
+)
+def test_sooner(wait: int, other: int, expected: int) -> None:
+    assert sooner(wait, other) == expected

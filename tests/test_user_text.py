@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from app import builders, envelope, kubeenv
-from app.reconcile import sync
 from app.render import INLINE_CHILD_TYPES, render
 from tests import support as s
 from tests.golden_cases import released_0_1_0
@@ -56,8 +55,8 @@ def tune_job(text: str) -> dict[str, Any]:
 
 def _answer(job: dict[str, Any], layout: str) -> dict[str, Any]:
     if layout == "inline":
-        return sync(s.request(job), s.NOW)
-    answer = sync(s.request(job, others={envelope.CONFIG_MAP: []}), s.NOW)
+        return s.created(s.request(job))
+    answer = s.created(s.request(job, others={envelope.CONFIG_MAP: []}))
     return released_0_1_0(answer) if layout == "release-0.1.0" else answer
 
 

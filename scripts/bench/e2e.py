@@ -56,7 +56,6 @@ from scripts.bench.observe import (
 )
 from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import write_doc
-from scripts.bench.staged import staged_hook
 from scripts.bench.workloads import CONFIGMAP, QUICK, SCENARIOS, Scenario, Setting, mxjob
 
 DOC = REPO / "docs" / "performance.md"
@@ -141,9 +140,6 @@ def measure(
             kept = controller["spec"]["childResources"]
             kept[:] = [c for c in kept if c["resource"] != "configmaps"]
             stack.apiserver.apply(controller)
-            scope.callback(install_controller, stack.apiserver, stack.hook.url)
-        if setting.staged:
-            install_controller(stack.apiserver, scope.enter_context(staged_hook(hook.url)))
             scope.callback(install_controller, stack.apiserver, stack.hook.url)
         args = (stack, hook, kube, audit_log, scenario, setting, progress, profile, flags)
         return _measure(*args)
@@ -230,11 +226,6 @@ def cli(argv: list[str]) -> argparse.Namespace:
         help="profile Metacontroller's CPU for SECONDS from each apply (go tool pprof -top)",
     )
     parser.add_argument(
-        "--staged",
-        action="store_true",
-        help="also measure the shipped setting with the hook's first answer staged (staged.py)",
-    )
-    parser.add_argument(
         "--configmap",
         action="store_true",
         help="only the big job's whole life, side by side: MX_CONFIG inline under release "
@@ -272,8 +263,6 @@ def main(argv: list[str]) -> int:
         name, _, flags = spec.partition("=")
         settings.append(Setting(name, tuple(flags.split())))
     settings.append(Setting("shipped", shipped_flags()))
-    if args.staged:
-        settings.append(Setting("shipped, first answer staged", shipped_flags(), staged=True))
     started = time.monotonic()
 
     def progress(line: str) -> None:

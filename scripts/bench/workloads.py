@@ -127,7 +127,7 @@ def running_job_request(size: Size, config_map: bool = True) -> dict[str, Any]:
     MX_CONFIG, as before the ConfigMap."""
     parent = s.mxjob(s.train_spec(size.servers, size.workers, policy="OnFailure"))
     types = [CONFIG_MAP] if config_map else []
-    answer = sync(s.request(parent, others={t: [] for t in types}), s.NOW)
+    answer = s.created(s.request(parent, others={t: [] for t in types}))
     for _ in range(2):
         pods = [_as_cluster_shows(p, **_running_status()) for p in s.pods_of(answer)]
         services = [_as_cluster_shows(c) for c in s.services_of(answer)]
@@ -214,7 +214,6 @@ CONFIGMAP = ("life 1/100/1000",)
 class Setting:
     name: str
     flags: tuple[str, ...]
-    staged: bool = False  # the hook's first answer staged (scripts/bench/staged.py)
     # MX_CONFIG inline in every pod, as the previous release shipped it: a CompositeController
     # without the ConfigMap child type, and a hook with that release's 192 MiB body limit.
     inline: bool = False

@@ -41,7 +41,7 @@ from .documented import authorization
 from .scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 TOKEN = "s3cr3t-hook-token-0123456789abcdef"
-RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (30 as shipped)
+RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
 
 
 @dataclass(frozen=True)

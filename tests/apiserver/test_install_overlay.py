@@ -20,6 +20,7 @@ from tests.kustomize import build_overlay, metacontroller_manifests
 REPO = Path(__file__).resolve().parents[2]
 OVERLAY = "with-metacontroller"
 ADDED = [
+    "--cache-flush-interval=0",
     "--client-go-qps=100",
     "--client-go-burst=200",
     "--workers=16",
@@ -30,8 +31,9 @@ LEADER_ELECTION = [
     "--leader-election-namespace=metacontroller",
     "--leader-election-id=metacontroller",
 ]
-# The release's own arguments, its log level lowered to errors (metacontroller-flags.yaml).
-ARGS = ["--zap-log-level=error", "--discovery-interval=20s", *ADDED, *LEADER_ELECTION]
+# The release's own arguments, its log level lowered to errors and its discovery interval
+# lengthened (metacontroller-flags.yaml).
+ARGS = ["--zap-log-level=error", "--discovery-interval=5m", *ADDED, *LEADER_ELECTION]
 GUARD = "mxjob-children-are-not-adopted"
 
 

@@ -158,25 +158,29 @@ def settled(job: Job) -> tuple[dict[str, str], float]:
     return versions, time.monotonic() - started
 
 
-def test_a_steady_minute_writes_nothing(
+def test_a_steady_minute_costs_nothing(
     real_stack: RealStack, rest: Rest, namespace: str, figure: Callable[[str], None]
 ) -> None:
-    """Metacontroller's resync (every 30 s) syncs the running job twice in a minute; the hook's
-    answers are a fixed point, so neither the MXJob nor any child is written."""
+    """At rest nothing happens: no periodic resync (none in the CompositeController, and the
+    shipped `--cache-flush-interval=0`), so a running job with no timer gets no sync in a
+    minute, and neither the MXJob nor any child is written."""
     job = run_job(real_stack.apiserver, rest, namespace, manifest("examples/dist-cpu.yaml"))
     before, settling = settled(job)
     syncs, started = real_stack.hook.syncs(namespace, DIST), time.monotonic()
 
-    answered = wait_for(
-        lambda: real_stack.hook.syncs(namespace, DIST) - syncs,
-        "two resyncs and a minute",
+    waited = wait_for(
+        lambda: time.monotonic() - started,
+        "a minute at rest",
         timeout=STEADY_SECONDS + 60,
-        until=lambda n: n >= 2 and time.monotonic() - started >= STEADY_SECONDS,
+        until=lambda seconds: seconds >= STEADY_SECONDS,
     )
 
+    answered = real_stack.hook.syncs(namespace, DIST) - syncs
+    # Under Metacontroller's defaults its informers replay every job every 30 minutes
+    # (`--cache-flush-interval`), which this minute may catch once: a sync that writes nothing.
+    assert answered <= (0 if real_stack.shipped else 1), "no sync at rest"
     assert job.versions() == before
     figure(
-        f"steady state (settled {settling:.1f} s after run_job): {answered} syncs answered in "
-        f"{time.monotonic() - started:.0f} s, 0 writes to the MXJob and its {len(before) - 1} "
-        "children"
+        f"steady state (settled {settling:.1f} s after run_job): {answered} syncs in {waited:.0f} s, "
+        f"0 writes to the MXJob and its {len(before) - 1} children"
     )

@@ -24,8 +24,8 @@ FINISHERS = (f"{DIST}-worker-0", f"{DIST}-worker-1", f"{DIST}-scheduler-0")
 RESTARTING = CREATED | {"Restarting": "MXJobRestarting"}
 SUCCEEDED = CREATED | {"Succeeded": "MXJobSucceeded"}
 # How late a timer may fire. Measured: 0.1 to 3.7 s on 2 loaded cores, of which up to 1 s by
-# design (times are stamped to the second); Metacontroller's own resync (every 30 s) would be
-# up to 30 s late, so most of the time a hook that forgot resyncAfterSeconds fails this.
+# design (times are stamped to the second); nothing else syncs a job at rest (no periodic
+# resync), so a hook that forgot resyncAfterSeconds fails this.
 LATE = 10
 
 
@@ -135,7 +135,7 @@ def test_active_deadline_fires_on_time(
     real_stack: RealStack, rest: Rest, namespace: str, figure: Callable[[str], None]
 ) -> None:
     """Nothing happens once the pods run; the hook's resyncAfterSeconds alone brings the sync
-    that fails the job when activeDeadlineSeconds is up (Metacontroller's own resync is 30 s)."""
+    that fails the job when activeDeadlineSeconds is up (nothing else would: no periodic resync)."""
     deadline = 12
     job = run_job(real_stack.apiserver, rest, namespace, dist_cpu(activeDeadlineSeconds=deadline))
     due = seconds(job.status()["startTime"]) + timedelta(seconds=deadline)

@@ -14,7 +14,6 @@ import yaml
 
 from app import envelope
 from app.builders import Layout
-from app.reconcile import sync
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests import support as s
@@ -44,12 +43,13 @@ def _sample_key(child: dict[str, Any]) -> tuple[str, str]:
 def sample_children(
     server: ApiServer, parent: dict[str, Any], now: datetime, layout: Layout = Layout.CONFIG_MAP
 ) -> Sampled:
-    """The hook's first answer for `parent` in `layout` (inline: under a CompositeController
+    """The hook's answer that creates `parent`'s children (after its first answer, the status
+    alone) in `layout` (inline: under a CompositeController
     that declares no ConfigMaps; release 0.1.0's: as that release answered), and the first
     child of each kind and replica type written as Metacontroller writes it (with its
     last-applied annotation), pods run."""
     maps = {} if layout is Layout.INLINE else {envelope.CONFIG_MAP: []}
-    answer = sync(s.request(parent, others=maps), now)
+    answer = s.created(s.request(parent, others=maps), now)
     if layout is Layout.RELEASE_0_1_0:
         answer = released_0_1_0(answer)
     first: dict[tuple[str, str], dict[str, Any]] = {}
