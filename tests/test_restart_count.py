@@ -18,7 +18,7 @@ RUNNING = s.pod_status("Running")
 def _job(policy: str = "ExitCode", **run_policy: Any) -> Life:
     """A one-worker job after its first sync: (parent, answer, pod statuses, seconds)."""
     parent = s.mxjob({"mxReplicaSpecs": {"Worker": s.replica(1, policy)}, "runPolicy": run_policy})
-    return parent, sync(s.request(parent), s.NOW), {}, 0
+    return parent, s.created(s.request(parent)), {}, 0
 
 
 def _then(life: Life, status: dict[str, Any] | None = None) -> Life:
