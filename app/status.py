@@ -39,6 +39,8 @@ class Previous:
     # As observed: read only when the job is finished, or its spec invalid.
     replica_statuses: Any
     finished: bool
+    # Only a count that is an integer >= 0.
+    restart_count: int | None
 
     def without(self, ctype: str) -> "Previous":
         conds = c.without(self.conditions, ctype)
@@ -57,7 +59,11 @@ def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous
         conds = c.without(conds, c.FAILED)
     start = status.get("startTime")
     start_time = start if parse_time(start) else None
-    return Previous(conds, start_time, status.get("replicaStatuses"), c.finished(conds))
+    restarts = status.get("restartCount")
+    restart_count = restarts if type(restarts) is int and restarts >= 0 else None
+    return Previous(
+        conds, start_time, status.get("replicaStatuses"), c.finished(conds), restart_count
+    )
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,8 @@ class Decision:
     conditions: list[Condition]
     start_time: str | None
     resync_after: int
+    # The restarts charged against backoffLimit in this run (0 while no run: suspended, queued).
+    restarts: int
 
 
 def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
@@ -91,12 +99,15 @@ def decide(
     at = format_time(now)
     conds = previous.conditions
     if previous.finished:
-        return Decision(conds, previous.start_time, 0)
+        # A finished job keeps the count it finished with, after clean-up too.
+        kept = previous.restart_count
+        restarts = sum(r.restarts for r in replicas) if kept is None else kept
+        return Decision(conds, previous.start_time, 0, restarts)
     conds = c.set_condition(
         conds, c.CREATED, "True", REASON_CREATED, f"MXJob {name} is created.", at
     )
     if spec.runPolicy.suspend:
-        return Decision(_suspend(name, conds, at), None, 0)
+        return Decision(_suspend(name, conds, at), None, 0, 0)
     if queue is not None and queue.condition is not None:
         conds = c.set_condition(conds, c.QUEUED, *queue.condition, at, new_message=True)
     if queue is not None and queue.wait:
@@ -104,16 +115,17 @@ def decide(
         _, reason, message = queue.condition or ("", "", "")
         if c.is_true(conds, c.RUNNING) or c.is_true(conds, c.RESTARTING):
             conds = c.set_condition(conds, c.RUNNING, "False", reason, message, at)
-        return Decision(conds, None, 0)
+        return Decision(conds, None, 0, 0)
     if c.is_true(conds, c.SUSPENDED):
         resumed = f"MXJob {name} is resumed."
         conds = c.set_condition(conds, c.SUSPENDED, "False", REASON_RESUMED, resumed, at)
     start = previous.start_time or at
-    failure = _failure(name, spec, replicas, start, now)
+    restarts = sum(r.restarts for r in replicas)
+    failure = _failure(name, spec, replicas, restarts, start, now)
     if failure:
-        return Decision(c.set_condition(conds, c.FAILED, "True", *failure, at), start, 0)
+        return Decision(c.set_condition(conds, c.FAILED, "True", *failure, at), start, 0, restarts)
     return Decision(
-        _progress(name, spec, replicas, conds, at), start, _deadline_in(spec, start, now)
+        _progress(name, spec, replicas, conds, at), start, _deadline_in(spec, start, now), restarts
     )
 
 
@@ -125,14 +137,13 @@ def _suspend(name: str, conds: list[Condition], at: str) -> list[Condition]:
 
 
 def _failure(
-    name: str, spec: MXJobSpec, replicas: list[Replica], start: str, now: datetime
+    name: str, spec: MXJobSpec, replicas: list[Replica], restarts: int, start: str, now: datetime
 ) -> tuple[str, str] | None:
-    """(reason, message) when the job has failed, else None."""
+    """(reason, message) when the job has failed, else None; `restarts`: the job's restarts."""
     for replica in replicas:
         if replica.verdict is Verdict.PERMANENT:
             return REASON_FAILED, f"MXJob {name} has failed because {_exited(replica)}."
     limit = spec.runPolicy.backoffLimit
-    restarts = 0 if limit is None else sum(r.restarts for r in replicas)
     if limit is not None and restarts > limit:
         return REASON_BACKOFF, (
             f"MXJob {name} has failed because it has reached the specified backoff limit: "
@@ -223,7 +234,7 @@ def of_valid_job(
     if previous.finished:
         # A finished job keeps the counts it finished with, after clean-up too.
         counts = _kept_counts(previous.replica_statuses, counts)
-    return _assembled(decision.conditions, counts, decision.start_time)
+    return _assembled(decision.conditions, counts, decision.start_time, decision.restarts)
 
 
 def of_invalid_job(
@@ -245,7 +256,7 @@ def of_invalid_job(
         counts = _recorded_counts(previous.replica_statuses)
     elif not previous.finished:
         conds = c.set_condition(conds, c.FAILED, "True", REASON_INVALID, message, format_time(now))
-    return _assembled(conds, counts, previous.start_time)
+    return _assembled(conds, counts, previous.start_time, previous.restart_count)
 
 
 def says_invalid(status: dict[str, Any]) -> bool:
@@ -261,9 +272,13 @@ def completion_time(conds: list[Condition]) -> str | None:
     return None
 
 
-def _assembled(conds: list[Condition], counts: Counts, start: str | None) -> dict[str, Any]:
+def _assembled(
+    conds: list[Condition], counts: Counts, start: str | None, restarts: int | None
+) -> dict[str, Any]:
     """The whole status: Metacontroller replaces `.status` with it, so nothing is left out."""
     status: dict[str, Any] = {"conditions": conds, "replicaStatuses": counts}
+    if restarts is not None:
+        status["restartCount"] = restarts
     if parse_time(start):
         status["startTime"] = start
     completed = completion_time(conds)

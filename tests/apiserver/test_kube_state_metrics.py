@@ -127,6 +127,8 @@ def expected(job: dict[str, Any]) -> Series:
     for field, metric in (("startTime", "start_time"), ("completionTime", "completion_time")):
         if field in status:
             out[key(f"status_{metric}")] = epoch(status[field])
+    if "restartCount" in status:
+        out[key("status_restart_count")] = float(status["restartCount"])
     return out
 
 
@@ -187,6 +189,9 @@ PINNED = {
         {"active": 0, "succeeded": 0, "failed": 1},
     ),
 }
+# status.restartCount: the SIGKILLed worker's replacement is the one restart; exit code 1 under
+# ExitCode is permanent, not a restart.
+RESTARTS = {"running": 0, "restarting": 1, "succeeded": 0, "failed": 0}
 
 
 def test_kube_state_metrics_exports_each_jobs_state_and_the_rules_count_them(
@@ -208,6 +213,7 @@ def test_kube_state_metrics_exports_each_jobs_state_and_the_rules_count_them(
         )
         assert {c["type"]: c["status"] for c in status["conditions"]} == conditions, name
         assert ("completionTime" in status) == (name in ("succeeded", "failed")), name
+        assert status["restartCount"] == RESTARTS[name], name
 
     start = time.monotonic()
     for job in jobs.values():
@@ -216,6 +222,12 @@ def test_kube_state_metrics_exports_each_jobs_state_and_the_rules_count_them(
            "after the last job reached its state")  # fmt: skip
 
     exported = {k: v for k, v in scrape(state_metrics).items() if ("namespace", namespace) in k[1]}
+    restarting = jobs["restarting"]
+    gauge = [v for (metric, labels), v in exported.items()
+             if metric == "kube_mxjob_status_restart_count" and ("name", "restarting") in labels]  # fmt: skip
+    assert gauge == [float(restarting.status()["restartCount"])] == [1.0]
+    figure(f"restarting job: status.restartCount {restarting.status()['restartCount']}, "
+           f"kube_mxjob_status_restart_count {gauge[0]:g}")  # fmt: skip
     assert recorded(go_tool("promtool"), tmp_path, exported, namespace) == "SUCCESS"
 
 
@@ -230,8 +242,9 @@ def exported_as_its_status_says(url: str, job: Job) -> None:
 
 def recorded(promtool: Path, folder: Path, series: Series, namespace: str) -> str:
     """`promtool test rules` of the recording rules on `series`, held for ten minutes: one job
-    of each state in `namespace`, so each count is 1 and created is 4."""
+    of each state in `namespace`, so each count is 1 and created is 4; one restart in all."""
     counts = {"created": 4, "running": 1, "restarting": 1, "succeeded": 1, "failed": 1}
+    sums = {"restarts": sum(RESTARTS.values())}
     labels = f'job_namespace="{namespace}", framework="mxnet"'
     test = {
         "rule_files": ["rules.yaml"],
@@ -255,6 +268,19 @@ def recorded(promtool: Path, folder: Path, series: Series, namespace: str) -> st
                         ],
                     }
                     for state, count in counts.items()
+                ]
+                + [
+                    {
+                        "expr": f"job_namespace:mxjob_jobs_{what}:sum",
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {
+                                "labels": f"job_namespace:mxjob_jobs_{what}:sum{{{labels}}}",
+                                "value": total,
+                            }
+                        ],
+                    }
+                    for what, total in sums.items()
                 ],
             }
         ],

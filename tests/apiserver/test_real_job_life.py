@@ -96,6 +96,7 @@ def test_sigkilled_worker_is_replaced_and_a_crash_fails_the_job(
         State(RUNNING, pods("Running", *others, f"{DIST}-worker-1-r1"), ALL),
         "replacement running, the failed attempt removed",
     )
+    assert job.status()["restartCount"] == 1
 
     kubelet.exit(f"{DIST}-worker-0", 1)
     failed = State(
@@ -106,6 +107,8 @@ def test_sigkilled_worker_is_replaced_and_a_crash_fails_the_job(
     job.reaches(failed, "failed, running pods removed")
     assert "Worker replica 0" in message(job, "Failed")
     assert "failed with exit code 1" in message(job, "Failed")
+    # The replacement that carried the restart is gone; the finished job keeps its count.
+    assert job.status()["restartCount"] == 1
 
 
 def test_backoff_limit(real_stack: RealStack, rest: Rest, namespace: str) -> None:
@@ -125,6 +128,7 @@ def test_backoff_limit(real_stack: RealStack, rest: Rest, namespace: str) -> Non
         State(failed, {last: "Failed"}, (f"{DIST}-worker-1",)), "failed, no second replacement"
     )
     assert "2 restarts > backoffLimit 1" in message(job, "Failed")
+    assert job.status()["restartCount"] == 2
 
 
 def test_active_deadline_fires_on_time(
@@ -148,14 +152,22 @@ def test_active_deadline_fires_on_time(
 
 
 def test_suspend_and_resume(real_stack: RealStack, rest: Rest, namespace: str) -> None:
+    """Resuming starts a new run: first attempts again, and restartCount from 0."""
     document = dist_cpu()
     job = run_job(real_stack.apiserver, rest, namespace, document)
+    kubelet = Kubelet(rest, namespace)
+    kubelet.exit(f"{DIST}-worker-1", 137)
+    wait_for(lambda: f"{DIST}-worker-1-r1" in job.state().pods, "a replacement")
+    kubelet.run(f"{DIST}-worker-1-r1")
+    job.reaches(State(RUNNING, pods("Running", *ALL[:4], f"{DIST}-worker-1-r1"), ALL), "running")
+    assert job.status()["restartCount"] == 1
 
     document["spec"]["runPolicy"]["suspend"] = True
     job.apply(document)
     job.reaches(State(CREATED | {"Suspended": "MXJobSuspended"}, {}, ()), "suspended")
     assert (job.condition("Running") or {}).get("reason") == "MXJobSuspended"
     assert "startTime" not in job.status()
+    assert job.status()["restartCount"] == 0
 
     resumed_at = datetime.now(UTC).replace(microsecond=0)
     document["spec"]["runPolicy"]["suspend"] = False
@@ -165,6 +177,7 @@ def test_suspend_and_resume(real_stack: RealStack, rest: Rest, namespace: str) -
     assert seconds(job.status()["startTime"]) >= resumed_at
     Kubelet(rest, namespace).run(*ALL)
     job.reaches(State(RUNNING, pods("Running", *ALL), ALL), "running again")
+    assert job.status()["restartCount"] == 0
 
 
 def test_ttl_removes_every_child_and_keeps_the_job(
