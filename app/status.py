@@ -131,7 +131,8 @@ def decide(
 
 def _suspend(name: str, conds: list[Condition], at: str) -> list[Condition]:
     message = f"MXJob {name} is suspended."
-    if c.find(conds, c.RUNNING):
+    # Running False also ends a Restarting one (they exclude each other): no pod is replaced.
+    if c.find(conds, c.RUNNING) or c.is_true(conds, c.RESTARTING):
         conds = c.set_condition(conds, c.RUNNING, "False", REASON_SUSPENDED, message, at)
     return c.set_condition(conds, c.SUSPENDED, "True", REASON_SUSPENDED, message, at)
 

@@ -245,6 +245,24 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
             (finish, 60, SUCCEEDED, DONE),
         ],
     ),
+    # Suspended while a replacement is pending: the job is no longer restarting.
+    "suspend-while-restarting": (
+        job(),
+        [
+            (nothing, 0, CREATED, pods("Pending")),
+            (start, 5, RUNNING, pods("Running")),
+            (
+                exit_("mnist-worker-1", 137),
+                30,
+                CREATED | {"Restarting": "MXJobRestarting"},
+                KILLED_1 | {"mnist-worker-1-r1": "Pending"},
+            ),
+            (edit("runPolicy.suspend", True), 30, CREATED | {"Suspended": "MXJobSuspended"}, {}),
+            (edit("runPolicy.suspend", False), 60, CREATED, pods("Pending")),
+            (start, 5, RUNNING, pods("Running")),
+            (finish, 60, SUCCEEDED, DONE),
+        ],
+    ),
     "clean-pod-policy-all": (
         job(cleanPodPolicy="All"),
         [
