@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import sys
+from typing import TypedDict
 
 import mxnet as mx
 import numpy as np
@@ -40,7 +41,17 @@ def digest(net: gluon.Block) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def train(kv: mx.kvstore.KVStore) -> dict[str, object]:
+class Learned(TypedDict):
+    """What one worker's training gives: its first and last loss, its held-out accuracy and
+    a digest of its final weights."""
+
+    first_loss: float
+    last_loss: float
+    accuracy: float
+    weights: str
+
+
+def train(kv: mx.kvstore.KVStore) -> Learned:
     mx.random.seed(7)
     net = gluon.nn.Dense(2, in_units=FEATURES)
     net.initialize(mx.init.Xavier())

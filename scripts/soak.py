@@ -254,7 +254,10 @@ async def _restart_half_way(
 
 
 async def soak(args: argparse.Namespace, server: Server, cases: list[Case]) -> dict[str, Any]:
-    tally, notes, series, probes = Tally(), {}, [], []
+    tally = Tally()
+    notes: dict[str, Any] = {}
+    series: list[tuple[float, str, float]] = []
+    probes: list[float] = []
     start = time.monotonic()
     until = (start + args.duration, [args.max_requests])
     stop, restarting = asyncio.Event(), asyncio.Event()

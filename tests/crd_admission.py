@@ -15,6 +15,7 @@ from typing import Any
 import celpy
 import jsonschema
 import yaml
+from celpy.adapter import json_to_cel
 
 CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "base" / "crd.yaml"
 NOT_CHECKED = (
@@ -113,7 +114,7 @@ def _children(schema: dict[str, Any], value: Any, path: str) -> Iterator[str]:
 
 
 def _holds(rule: str, value: Any) -> bool:
-    result = _program(rule).evaluate({"self": celpy.json_to_cel(value)})
+    result = _program(rule).evaluate({"self": json_to_cel(value)})
     if not isinstance(result, celpy.celtypes.BoolType):
         raise AssertionError(f"CEL rule {rule!r} did not evaluate to a bool: {result!r}")
     return bool(result)

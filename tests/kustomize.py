@@ -71,7 +71,10 @@ def kubectl() -> str:
 def with_components(folder: Path, overlay: str, *components: str) -> Path:
     """A throwaway overlay in `folder` (created): `overlay` with `components` added."""
     folder.mkdir()
-    relative = lambda path: os.path.relpath(path, folder)  # noqa: E731 (no absolute bases)
+
+    def relative(path: Path) -> str:  # no absolute bases
+        return os.path.relpath(path, folder)
+
     kustomization = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",

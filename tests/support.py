@@ -1,6 +1,7 @@
 """Builders of MXJobs, sync requests and observed children for the tests."""
 
 import copy
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -61,8 +62,8 @@ def envelope(parent: dict[str, Any], children: dict[str, dict[str, Any]]) -> dic
 
 def request(
     parent: dict[str, Any],
-    pods: list[dict[str, Any]] = (),
-    services: list[dict[str, Any]] = (),
+    pods: Sequence[dict[str, Any]] = (),
+    services: Sequence[dict[str, Any]] = (),
     others: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """A sync request with hook version v2 keys (`namespace/name`). `others` maps further
@@ -100,7 +101,9 @@ def observed(child: dict[str, Any], **status: Any) -> dict[str, Any]:
     return out
 
 
-def pod_status(phase: str, exit_code: int | None = None, restarts: int = 0, **extra: Any) -> dict:
+def pod_status(
+    phase: str, exit_code: int | None = None, restarts: int = 0, **extra: Any
+) -> dict[str, Any]:
     """Pod status as the kubelet reports it for a pod with one `mxnet` container."""
     state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}}
     if phase == "Running":

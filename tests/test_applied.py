@@ -162,7 +162,7 @@ def test_list_items_by_key_by_value_and_by_index() -> None:
     }
 
 
-def _deep(depth: int) -> dict[str, Any]:
+def _deep(depth: int) -> tuple[dict[str, Any], dict[str, Any]]:
     fields: dict[str, Any] = {}
     value: dict[str, Any] = {}
     for _ in range(depth):
@@ -186,7 +186,7 @@ JSON = st.recursive(
     ),
     max_leaves=30,
 )
-FIELDS = st.recursive(
+FIELDS: st.SearchStrategy[dict[str, Any]] = st.recursive(
     st.just({}),
     lambda inner: st.dictionaries(
         st.sampled_from(

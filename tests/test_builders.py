@@ -148,7 +148,7 @@ def test_pod_restart_policy(policy: str | None, pod_policy: str) -> None:
 
 
 def test_template_passes_through_and_our_labels_win() -> None:
-    template = {
+    template: dict[str, Any] = {
         "metadata": {
             "labels": {
                 "team": "vision",

@@ -104,7 +104,7 @@ def test_a_recursive_schema_is_refused() -> None:
 
 
 def test_the_overlay_is_merged_at_its_paths() -> None:
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "properties": {
             "spec": {
@@ -119,7 +119,7 @@ def test_the_overlay_is_merged_at_its_paths() -> None:
             "metadata": {"type": "object", "properties": {"labels": {"type": "object"}}},
         },
     }
-    overlay = {
+    overlay: dict[str, dict[str, Any]] = {
         "spec.containers[]": {"required": ["name", "image"]},
         "metadata.labels": {"maxProperties": 3},
     }

@@ -302,7 +302,9 @@ def mutation(draw: st.DrawFn, request: dict[str, Any]) -> str:
 
 
 @st.composite
-def mutated(draw: st.DrawFn, bases: tuple[str, ...] = tuple(BASES)) -> tuple[dict, list[str]]:
+def mutated(
+    draw: st.DrawFn, bases: tuple[str, ...] = tuple(BASES)
+) -> tuple[dict[str, Any], list[str]]:
     request = copy.deepcopy(built(draw(st.sampled_from(bases))))
     done = [draw(mutation(request)) for _ in range(draw(st.integers(1, 4)))]
     return request, done

@@ -2,6 +2,8 @@
 schema-valid and schema-violating requests, bounded examples, never a 500, and answers that
 match the documented status codes, content types and schemas."""
 
+from typing import Any
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
@@ -23,5 +25,5 @@ LENIENT = [negative_data_rejection]
 @pytest.mark.slow
 @schema.parametrize()
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-def test_every_operation_conforms(case: schemathesis.Case) -> None:
+def test_every_operation_conforms(case: schemathesis.Case[Any]) -> None:
     case.call_and_validate(excluded_checks=LENIENT)

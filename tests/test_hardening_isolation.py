@@ -54,7 +54,7 @@ def _hostile_template() -> dict[str, Any]:
     }
 
 
-def _job(child_types: dict[str, list[Any]] | None = None) -> tuple[dict[str, Any], dict]:
+def _job(child_types: dict[str, list[Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     spec = s.train_spec(1, 2, "ExitCode")
     for replica in spec["mxReplicaSpecs"].values():
         replica["template"] = _hostile_template()

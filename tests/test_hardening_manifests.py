@@ -36,10 +36,12 @@ def the(overlay: str, kind: str, component: str = "sync-hook") -> dict[str, Any]
 
 
 def _pod(overlay: str) -> dict[str, Any]:
-    return the(overlay, "Deployment")["spec"]["template"]
+    pod: dict[str, Any] = the(overlay, "Deployment")["spec"]["template"]
+    return pod
 
 
 def _container(overlay: str) -> dict[str, Any]:
+    container: dict[str, Any]
     (container,) = _pod(overlay)["spec"]["containers"]
     return container
 

@@ -2,6 +2,7 @@
 flavors in the pods, eviction, release on finish, label edits (docs/kueue.md)."""
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -35,13 +36,15 @@ QUEUE = {kueue.QUEUE_LABEL: "team-a"}
 TOLERATION = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def labelled(spec: dict[str, Any], labels: dict[str, str] | None = None, **kw: Any) -> dict:
+def labelled(
+    spec: dict[str, Any], labels: dict[str, str] | None = None, **kw: Any
+) -> dict[str, Any]:
     job = mxjob(spec, **kw)
     job["metadata"]["labels"] = dict(QUEUE if labels is None else labels)
     return job
 
 
-def flavor(name: str, labels: dict[str, str], tolerations: list[Any] = ()) -> dict[str, Any]:
+def flavor(name: str, labels: dict[str, str], tolerations: Sequence[Any] = ()) -> dict[str, Any]:
     return {
         "apiVersion": kueue.API_VERSION,
         "kind": "ResourceFlavor",
@@ -67,9 +70,9 @@ def related(*objs: dict[str, Any]) -> dict[str, Any]:
 
 def kreq(
     parent: dict[str, Any],
-    pods: list[Any] = (),
-    services: list[Any] = (),
-    workloads: list[Any] = (),
+    pods: Sequence[Any] = (),
+    services: Sequence[Any] = (),
+    workloads: Sequence[Any] = (),
     rel: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     req = request(parent, list(pods), list(services), {WL: list(workloads)})
@@ -77,7 +80,9 @@ def kreq(
     return req
 
 
-def wl_status(*conds: tuple[str, str, str, str], queue: str = "", assign: Any = None) -> dict:
+def wl_status(
+    *conds: tuple[str, str, str, str], queue: str = "", assign: Any = None
+) -> dict[str, Any]:
     status: dict[str, Any] = {
         "conditions": [
             {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": "x"}
@@ -116,8 +121,12 @@ def workloads_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in response["children"] if c["kind"] == "Workload"]
 
 
-def queued(response: dict[str, Any]) -> dict[str, Any] | None:
-    return next((c for c in response["status"]["conditions"] if c["type"] == "Queued"), None)
+def queued(response: dict[str, Any]) -> dict[str, Any]:
+    cond: dict[str, Any] | None = next(
+        (c for c in response["status"]["conditions"] if c["type"] == "Queued"), None
+    )
+    assert cond is not None, "no Queued condition"
+    return cond
 
 
 def state(response: dict[str, Any]) -> str:

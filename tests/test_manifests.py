@@ -301,7 +301,9 @@ def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> No
     pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": on_delete}
     services = {"apiVersion": "v1", "resource": "services", "updateStrategy": in_place}
     service = {"name": "mxjob-controller", "namespace": namespace, "port": 80, "protocol": "http"}
-    hooks = {"sync": {"webhook": {"service": service, "path": "/sync", "timeout": "10s"}}}
+    hooks: dict[str, dict[str, Any]] = {
+        "sync": {"webhook": {"service": service, "path": "/sync", "timeout": "10s"}}
+    }
     if podgroup is KUEUE:
         # The customize hook hands every sync the ResourceFlavors and priority classes, which
         # Metacontroller v4.17.2 sends a namespaced parent's sync only under hook version v2.

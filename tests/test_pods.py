@@ -68,7 +68,7 @@ def _pod(request: dict[str, Any], name: str) -> dict[str, Any]:
     return pod
 
 
-def _with(request: dict[str, Any], name: str, where: str, key: str, value: str) -> dict:
+def _with(request: dict[str, Any], name: str, where: str, key: str, value: str) -> dict[str, Any]:
     out = copy.deepcopy(request)
     _pod(out, name)["metadata"].setdefault(where, {})[key] = value
     return out

@@ -13,6 +13,7 @@ from app.builders import Layout
 from app.defaults import SpecError, normalise
 from app.reconcile import sync
 from app.settings import Settings
+from app.spec import MXJobSpec
 from tests import support as s
 from tests.cel_size_rule import rule, sync_rule
 from tests.crd_admission import CRD_FILE, cel_errors
@@ -80,7 +81,7 @@ def test_every_admitted_sync_is_well_within_the_parse_budget(
 ) -> None:
     """The estimate of the largest admitted job's sync request, bytes and parse cost: both
     within their bounds, the parse cost an eighth under the hook's parse budget."""
-    spec = validation.MXJobSpec.model_validate(normalise(make(most)))
+    spec = MXJobSpec.model_validate(normalise(make(most)))
     cost = validation.sync_request_parse_cost(name, spec)
     print(
         f"\n{name}/{most}: request {validation.sync_request_bytes(name, spec) / MiB:.1f} MiB, "
@@ -108,7 +109,7 @@ def test_the_largest_admitted_job_of_each_layout(
     under the parse budget, and what refuses one more: inline, the parse cost, with what to
     change."""
     assert largest(name, make, layout) == most
-    spec = validation.MXJobSpec.model_validate(normalise(make(most)))
+    spec = MXJobSpec.model_validate(normalise(make(most)))
     cost = validation.sync_request_parse_cost(name, spec, None, layout)
     size = validation.sync_request_bytes(name, spec, None, layout)
     print(
@@ -131,7 +132,7 @@ def test_1200_replicas_are_refused_inline_and_admitted_with_configmaps() -> None
     validation.validated_spec(name, spec)
     with pytest.raises(SpecError) as refused:
         validation.validated_spec(name, spec, Layout.INLINE)
-    typed = validation.MXJobSpec.model_validate(normalise(spec))
+    typed = MXJobSpec.model_validate(normalise(spec))
     estimate = validation.sync_request_bytes(name, typed, None, Layout.INLINE)
     assert estimate // MiB == 227
     assert str(refused.value) == (
@@ -180,7 +181,7 @@ def test_the_layout_is_the_one_the_request_implies() -> None:
 
 
 def test_the_size_rule_keeps_an_eighth_of_the_hooks_parse_budget() -> None:
-    assert validation.PARSE_BUDGET is parsecost.PARSE_BUDGET
+    assert vars(validation)["PARSE_BUDGET"] is parsecost.PARSE_BUDGET
     assert validation.MAX_SYNC_PARSE_COST == parsecost.PARSE_BUDGET * 7 // 8
 
 
@@ -199,7 +200,7 @@ ADMITTED_BEFORE = [
 def test_a_job_whose_sync_the_hook_would_refuse_is_refused(
     make: MakeSpec, replicas: int, measured_mib: int
 ) -> None:
-    spec = validation.MXJobSpec.model_validate(normalise(make(replicas)))
+    spec = MXJobSpec.model_validate(normalise(make(replicas)))
     assert validation.sync_request_bytes("a", spec) <= validation.MAX_SYNC_BYTES
     assert validation.sync_request_parse_cost("a", spec) >= measured_mib * MiB
     with pytest.raises(SpecError, match=r"the size rule: .* to parse, more than 420 MiB"):
@@ -239,7 +240,7 @@ def test_two_replicas_over_the_cap_nothing_fits() -> None:
         for replica in spec["mxReplicaSpecs"].values():
             port = {"name": "mxjob-port", "containerPort": 1}
             replica["template"]["spec"]["containers"][0]["ports"] = [port]
-        typed = validation.MXJobSpec.model_validate(normalise(spec))
+        typed = MXJobSpec.model_validate(normalise(spec))
         return builders.mx_config_bytes("a", typed) <= validation.MAX_MX_CONFIG
 
     cap = validation.MAX_REPLICAS
@@ -292,7 +293,7 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
     beyond = next(
         n
         for n in range(most + 1, most + 20)
-        if builders.mx_config_bytes(name, validation.MXJobSpec.model_validate(make(n)))
+        if builders.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
         > validation.MAX_MX_CONFIG + CEL_SLACK
     )
     assert _cel_refuses(name, make(beyond))
@@ -302,9 +303,7 @@ def test_parse_cost_message_names_the_rule_and_the_figures() -> None:
     make = train(shape="730-env-entries")
     with pytest.raises(SpecError) as refused:
         validation.validated_spec("a", make(189))
-    cost = validation.sync_request_parse_cost(
-        "a", validation.MXJobSpec.model_validate(normalise(make(189)))
-    )
+    cost = validation.sync_request_parse_cost("a", MXJobSpec.model_validate(normalise(make(189))))
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
         f"job would take about {cost // MiB} MiB to parse, more than 420 MiB; use fewer "
@@ -323,8 +322,8 @@ def test_size_message_names_the_rule_and_the_figures() -> None:
     assert json.dumps(str(refused.value))
 
 
-def _spec(n: int) -> validation.MXJobSpec:
-    return validation.MXJobSpec.model_validate(train(env_bytes=20_000)(n))
+def _spec(n: int) -> MXJobSpec:
+    return MXJobSpec.model_validate(train(env_bytes=20_000)(n))
 
 
 # A running Worker's pod and Service of each template shape, as the real Metacontroller sends
@@ -424,17 +423,17 @@ def test_remembered_layout_copies_are_the_walked_ones_and_stay_bounded() -> None
     validation._LAYOUTS.clear()
     for n in (3, 500):
         for layout in (Layout.INLINE, Layout.RELEASE_0_1_0):
-            typed = validation.MXJobSpec.model_validate(normalise(train()(n)))
+            typed = MXJobSpec.model_validate(normalise(train()(n)))
             remembered = validation._layout_copies("a", typed, layout)
             assert remembered == validation._layout_walked("a", typed, layout)
             assert validation._layout_copies("a", typed, layout) is remembered
     assert len(validation._LAYOUTS) == 4
     long_label = s.train_spec(0, 1)
     long_label["mxReplicaSpecs"]["Worker"]["label"] = "x" * (validation._ESTIMATES_KEY_MOST + 1)
-    typed = validation.MXJobSpec.model_validate(normalise(long_label))
+    typed = MXJobSpec.model_validate(normalise(long_label))
     validation._layout_copies("a", typed, Layout.INLINE)
     assert len(validation._LAYOUTS) == 4
     for n in range(validation._ESTIMATES_MOST * 2):
-        typed = validation.MXJobSpec.model_validate(normalise(train()(n + 3)))
+        typed = MXJobSpec.model_validate(normalise(train()(n + 3)))
         validation._layout_copies("a", typed, Layout.INLINE)
     assert len(validation._LAYOUTS) <= validation._ESTIMATES_MOST

@@ -87,6 +87,7 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
         "the job's own ConfigMap",
         until=lambda found: found is not None,
     )
+    assert own is not None
     assert set(own["data"]) == set(builders.JOB_ENV)
     children = job.children()
     assert {c["metadata"]["uid"] for k, c in children.items() if k.startswith("Pod/")} == {

@@ -206,10 +206,12 @@ def test_kube_state_metrics_exports_each_jobs_state_and_the_rules_count_them(
     jobs = lives(real_stack, rest, namespace)
     for name, job in jobs.items():
         conditions, counts = PINNED[name]
+
+        def counting(status: dict[str, Any], counts: dict[str, Any] = counts) -> bool:
+            return bool(status.get("replicaStatuses") == {"Worker": counts})
+
         status = wait_for(
-            job.status,
-            f"the status of {name} counting its current pod",
-            until=lambda status, counts=counts: status.get("replicaStatuses") == {"Worker": counts},
+            job.status, f"the status of {name} counting its current pod", until=counting
         )
         assert {c["type"]: c["status"] for c in status["conditions"]} == conditions, name
         assert ("completionTime" in status) == (name in ("succeeded", "failed")), name

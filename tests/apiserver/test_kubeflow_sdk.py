@@ -112,6 +112,7 @@ def test_a_manifest_without_run_policy_through_its_whole_life(
     assert sdk.is_job_running(name)
     # The Scheduler makes the job Running; the Workers' pods may be reported a sync later.
     workers = wait_for(lambda: _active_workers(sdk.get_job(name), 2), "2 active Workers", WAIT)
+    assert workers is not None
     assert workers.status.replica_statuses["Worker"].active == 2
 
     for pod in ("worker-0", "worker-1", "scheduler-0"):  # the Scheduler decides success
@@ -268,6 +269,7 @@ def test_a_job_stored_before_the_default_is_read_after_the_crd_is_applied(
                 client.get_job(name)
             server.apply(shipped)
             job = wait_for(lambda: _read(client, name), "the stored job read with runPolicy")
+            assert job is not None
             assert job.spec.run_policy == KubeflowOrgV1RunPolicy()
         finally:
             client.custom_api.api_client.close()

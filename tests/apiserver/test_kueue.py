@@ -6,7 +6,7 @@ exist, a job larger than any quota, a Workload deleted by hand, labels edited on
 
 import copy
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,7 +87,7 @@ def namespace(stack: KueueStack, name: str) -> str:
     return name
 
 
-def flavor(name: str, labels: dict[str, str], tolerations: list[Any] = ()) -> dict[str, Any]:
+def flavor(name: str, labels: dict[str, str], tolerations: Sequence[Any] = ()) -> dict[str, Any]:
     spec: dict[str, Any] = {"nodeLabels": labels}
     if tolerations:
         spec["tolerations"] = list(tolerations)
@@ -220,7 +220,10 @@ def test_higher_priority_preempts_lower(stack: KueueStack, figure: Callable[[str
         *classes, flavor("plain", {}), cluster_queue("preempting", {"plain": "1"}, preempt=True),
         local_queue("lq", ns, "preempting"),
     )  # fmt: skip
-    policy = lambda name: {"schedulingPolicy": {"priorityClass": name}}  # noqa: E731
+
+    def policy(name: str) -> dict[str, Any]:
+        return {"schedulingPolicy": {"priorityClass": name}}
+
     low = apply_job(stack.apiserver, stack.rest, ns, mxjob("low", "lq", **policy("mx-low")))
     kubelet = Kubelet(stack.rest, ns)
     wait_for(lambda: pod_names(low), "the low job admitted")
@@ -303,7 +306,11 @@ def test_bad_input_gets_a_clear_status(stack: KueueStack) -> None:
     huge = apply_job(stack.apiserver, stack.rest, ns, mxjob("huge", "small", cpu="4"))
     for job, words in ((nowhere, "LocalQueue no-such-queue doesn't exist"),
                        (huge, "couldn't assign flavors")):  # fmt: skip
-        wait_for(lambda j=job, w=words: w in str((queued(j) or {}).get("message")), words)
+
+        def told(j: Job = job, w: str = words) -> bool:
+            return w in str((queued(j) or {}).get("message"))
+
+        wait_for(told, words)
         assert last_condition(job) == "Queued"
         assert pod_names(job) == []
         workload = workloads(stack, ns)[f"mxjob-{job.name}"]
@@ -324,9 +331,16 @@ def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
     queued_job = apply_job(stack.apiserver, stack.rest, ns, mxjob("queued", "lq"))
     plain = apply_job(stack.apiserver, stack.rest, ns, mxjob("plain", None))
     for job in (queued_job, plain):
-        wait_for(lambda j=job: pod_names(j), f"{job.name} has pods")
+
+        def has_pods(j: Job = job) -> list[str]:
+            return pod_names(j)
+
+        def runs(j: Job = job) -> bool:
+            return is_true(j, "Running")
+
+        wait_for(has_pods, f"{job.name} has pods")
         kubelet.run(f"{job.name}-worker-0")
-        wait_for(lambda j=job: is_true(j, "Running"), f"{job.name} runs")
+        wait_for(runs, f"{job.name} runs")
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)}
 
     # The Workload deleted by hand: recreated, and the running pod stays.

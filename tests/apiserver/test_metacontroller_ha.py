@@ -231,7 +231,10 @@ def life(ha: Cluster, namespace: str, kill: bool) -> Run:
     server.kubectl("create", "namespace", namespace)
     takeovers = []
     pods_path = f"/api/v1/namespaces/{namespace}/pods"
-    count = lambda: len(rest.list(pods_path)[0])  # noqa: E731
+
+    def count() -> int:
+        return len(rest.list(pods_path)[0])
+
     big, small = big_job(), small_job()
     big_run = apply_job(server, rest, namespace, big)
     if kill:

@@ -212,7 +212,11 @@ def test_the_guide_on_training_operator_v1_8_1(stack: Stack, figure: Callable[[s
         kubelet.exit("done-worker-0", 0)
         wait_for(lambda: conditions(server, LEGACY, "done").get("Succeeded"), "done Succeeded")
         for name in ("running", "deleted"):
-            wait_for(lambda n=name: conditions(server, LEGACY, n).get("Running"), f"{name} Running")
+
+            def runs(n: str = name) -> str | None:
+                return conditions(server, LEGACY, n).get("Running")
+
+            wait_for(runs, f"{name} Running")
     old = {p["metadata"]["name"]: p for p in server.get("pods", f"-n={LEGACY}")["items"]}
     assert all(p["metadata"]["ownerReferences"][0]["kind"] == "MXJob" for p in old.values())
     old_uids = {

@@ -88,6 +88,7 @@ def test_a_bad_edit_keeps_every_child_and_the_revert_deletes_nothing(
     mxnet["env"] = [{"value": "no name"}]
     server.apply(broken)
     invalid = wait_for(lambda: _synced(server, namespace, name), "the bad edit's status", 30)
+    assert invalid is not None
 
     assert invalid["conditions"][-1]["type"] == "InvalidSpec"
     assert "containers[0].env[0].name: required" in invalid["conditions"][-1]["message"]
@@ -96,6 +97,7 @@ def test_a_bad_edit_keeps_every_child_and_the_revert_deletes_nothing(
 
     server.apply(job)
     fixed = wait_for(lambda: _synced(server, namespace, name), "the reverted job's status", 30)
+    assert fixed is not None
 
     assert "InvalidSpec" not in [c["type"] for c in fixed["conditions"]]
     assert _types(fixed) == [("Created", "True")]

@@ -22,6 +22,7 @@ import pytest
 from app import parsecost, validation
 from app.builders import Layout
 from app.children import LAST_APPLIED
+from app.defaults import SpecError
 from app.reconcile import sync
 from app.settings import Settings
 from localcluster.apiserver import ApiServer, KubectlError
@@ -167,7 +168,7 @@ def test_the_api_server_refuses_one_replica_past_the_mx_config_bound(
 ) -> None:
     install_crds(apiserver)
     beyond = train()(3690)
-    with pytest.raises(validation.SpecError, match="the size rule"):
+    with pytest.raises(SpecError, match="the size rule"):
         validation.validated_spec("a", beyond)
     with pytest.raises(KubectlError, match="the size rule: MX_CONFIG"):
         apiserver.apply(_job("a", namespace, beyond))

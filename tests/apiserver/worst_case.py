@@ -48,7 +48,9 @@ def sample_children(
     that declares no ConfigMaps; release 0.1.0's: as that release answered), and the first
     child of each kind and replica type written as Metacontroller writes it (with its
     last-applied annotation), pods run."""
-    maps = {} if layout is Layout.INLINE else {envelope.CONFIG_MAP: []}
+    maps: dict[str, list[dict[str, Any]]] = (
+        {} if layout is Layout.INLINE else {envelope.CONFIG_MAP: []}
+    )
     answer = s.created(s.request(parent, others=maps), now)
     if layout is Layout.RELEASE_0_1_0:
         answer = released_0_1_0(answer)
@@ -109,7 +111,7 @@ def running_status(pod: dict[str, Any]) -> dict[str, Any]:
 
 def observed_everything(sampled: Sampled, layout: Layout = Layout.CONFIG_MAP) -> dict[str, Any]:
     """The sync request once every child of the answer exists and every pod runs."""
-    kinds = (envelope.POD, envelope.SERVICE)
+    kinds: tuple[str, ...] = (envelope.POD, envelope.SERVICE)
     if layout is not Layout.INLINE:
         kinds = (envelope.CONFIG_MAP, *kinds)
     children: dict[str, dict[str, Any]] = {t: {} for t in kinds}
