@@ -46,10 +46,11 @@ class SyncRequest(_Envelope):
     def observed(self, kind: str) -> list[dict[str, Any]]:
         """Observed children of one type, sorted by name."""
         group = self.children.get(kind, {})
-        return sorted(group.values(), key=lambda child: str(_name(child)))
+        return sorted(group.values(), key=lambda child: str(name_of(child)))
 
 
-def _name(child: dict[str, Any]) -> Any:
+def name_of(child: dict[str, Any]) -> Any:
+    """A child's `metadata.name`, or None where it has none."""
     meta = child.get("metadata")
     return meta.get("name") if isinstance(meta, dict) else None
 

@@ -66,6 +66,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         observed=readers,
     )
     desired, resync = children.desired(job, owned, decision, previous, now, queue)
+    resync = sooner(resync, _config_map_retry(request, desired, meta.name))
     if queue is not None and queue.wants_workload and not conditions.finished(decision.conditions):
         labels = meta.model_extra.get("labels") if meta.model_extra else None
         prio = kueue.priority(labels, spec, request.related)
@@ -76,6 +77,25 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         desired += story
         resync = sooner(resync, events.expiry_in(story, now))
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
+
+
+# How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not
+# its child holds the name: that ConfigMap's removal brings no sync of the job's own.
+CONFIG_MAP_RETRY_SECONDS = 30
+
+
+def _config_map_retry(
+    request: envelope.SyncRequest, desired: list[children.Child], name: str
+) -> int:
+    """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
+    for does not (docs/security.md, "The job's ConfigMap"), else 0."""
+    wanted = builders.config_map_name(name)
+    if not request.children.get(envelope.POD) or any(
+        envelope.name_of(c) == wanted for c in request.observed(envelope.CONFIG_MAP)
+    ):
+        return 0
+    asked = any(c.get("kind") == "ConfigMap" and envelope.name_of(c) == wanted for c in desired)
+    return CONFIG_MAP_RETRY_SECONDS if asked else 0
 
 
 def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:

@@ -7,13 +7,15 @@ created from then on reads the new layout."""
 import json
 from typing import Any
 
-from app import builders, kubeenv
+from app import builders, kubeenv, reconcile
+from app.reconcile import sync
 from tests import support as s
 from tests.golden_cases import released_0_1_0
 from tests.simcluster import SimCluster
 
 BEFORE = ("Pod.v1", "Service.v1")
 AFTER = ("ConfigMap.v1", "Pod.v1", "Service.v1")
+AFTER_KINDS = ("ConfigMap", "Pod", "Service")
 ALL = [f"mnist-{p}" for p in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1")]
 
 
@@ -146,3 +148,19 @@ def test_the_old_keys_go_once_no_pod_reads_them() -> None:
     data = cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
     assert tuple(data) == builders.JOB_ENV
     assert {n: env_form(p) for n, p in cluster.pods().items()} == dict.fromkeys(ALL, "envFrom")
+
+
+def test_pods_without_their_configmap_ask_to_be_synced_again() -> None:
+    """A ConfigMap of the job's ConfigMap name that is not its child keeps the job's own from
+    being written, and its removal brings no sync: while the pods exist without the ConfigMap
+    the answer asks for, the hook asks to be synced again (docs/security.md)."""
+    parent = s.mxjob(s.train_spec(servers=1, workers=2))
+    first = s.after_first(s.request(parent, others={"ConfigMap.v1": []}))
+    created = sync(first, s.NOW)
+    assert created["resyncAfterSeconds"] == 0
+    kids = {kind: [c for c in created["children"] if c["kind"] == kind] for kind in AFTER_KINDS}
+    parent = parent | {"status": created["status"]}
+    waiting = s.request(parent, kids["Pod"], kids["Service"], {"ConfigMap.v1": []})
+    assert sync(waiting, s.NOW)["resyncAfterSeconds"] == reconcile.CONFIG_MAP_RETRY_SECONDS
+    written = s.request(parent, kids["Pod"], kids["Service"], {"ConfigMap.v1": kids["ConfigMap"]})
+    assert sync(written, s.NOW)["resyncAfterSeconds"] == 0
