@@ -8,7 +8,7 @@ import orjson
 from app import parsecost
 from tests import support as s
 
-NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
+NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
 
 
 def _items(unit: Callable[[int], bytes], n: int) -> bytes:
