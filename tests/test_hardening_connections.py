@@ -19,7 +19,6 @@ import pytest
 import yaml
 
 from app import envelope
-from app.reconcile import sync
 from tests import support as s
 from tests.hardening import ROOT, Server, closed_by_peer, start, wait_for
 
@@ -37,7 +36,7 @@ NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
 def running(workers: int, kind: str = "MXJob") -> bytes:
     """A running job's sync request: 7.8 MiB for 400 workers, 12 MiB for 500."""
     parent = s.mxjob(s.train_spec(1, workers))
-    first = sync(s.request(parent), s.NOW)
+    first = s.created(s.request(parent))
     phases = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(first)}
     request = s.step(parent, first, phases)[0]
     request["parent"]["kind"] = kind
@@ -54,7 +53,7 @@ def new_job(workers: int) -> bytes:
         replica["template"]["spec"]["containers"][0]["env"] = [
             {"name": "BIG", "value": "x" * 20_000}
         ]
-    return orjson.dumps(s.request(s.mxjob(spec), others={envelope.CONFIG_MAP: []}))
+    return orjson.dumps(s.after_first(s.request(s.mxjob(spec), others={envelope.CONFIG_MAP: []})))
 
 
 @contextmanager
