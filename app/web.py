@@ -85,6 +85,21 @@ _SYNC_RESPONSES: dict[int | str, dict[str, Any]] = {
     500: {"description": "A bug in the hook (logged)"} | _DETAIL,
     503: {"description": "Queued longer than the webhook timeout; retry"} | _DETAIL,
 }
+# Metacontroller's customize request, `{controller, parent}`: the hook needs only a parent.
+_CUSTOMIZE_DOC: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"controller": {"type": "object"}, "parent": {"type": "object"}},
+                    "required": ["parent"],
+                }
+            }
+        },
+    }
+}
 _CUSTOMIZE_RESPONSES: dict[int | str, dict[str, Any]] = {
     code: doc for code, doc in _SYNC_RESPONSES.items() if code != 200
 } | {200: {"description": "The related resources every job is synced with"}}
@@ -261,7 +276,12 @@ def _add_customize(app: FastAPI, config: settings.Settings, admission: Admission
     (docs/kueue.md). Checked and read like /sync (token, size and time limits, 4xx for what is
     not a request); the answer is the same for every job."""
 
-    @app.post("/customize", responses=_CUSTOMIZE_RESPONSES, response_model=None)
+    @app.post(
+        "/customize",
+        openapi_extra=_CUSTOMIZE_DOC,
+        responses=_CUSTOMIZE_RESPONSES,
+        response_model=None,
+    )
     async def customize_hook(request: Request) -> Response:
         started = time.perf_counter()
         arrived = time.monotonic()
