@@ -165,7 +165,8 @@ def _tail(log: Path, lines: int = 60) -> str:
     return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
-def _http_ok(url: str, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+def http_ok(url: str, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
+    """Whether `url` answers 200 (a readiness or health probe)."""
     request = urllib.request.Request(url)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
@@ -268,7 +269,7 @@ def cluster(
     etcd = etcd_command(binaries.etcd, workdir / "etcd-data", etcd_port, peer_port)
     with running(etcd, etcd_log) as etcd_process:
         health = f"http://127.0.0.1:{etcd_port}/health"
-        wait_until(lambda: _http_ok(health), etcd_process, etcd_log, "etcd")
+        wait_until(lambda: http_ok(health), etcd_process, etcd_log, "etcd")
         command = apiserver_command(
             binaries.kube_apiserver, pki, token_file, etcd_port, port, workdir / "certs"
         ) + list(flags)
@@ -277,7 +278,7 @@ def cluster(
         with running(command, apiserver_log) as apiserver_process:
             url = f"https://127.0.0.1:{port}"
             context = ssl.create_default_context(cafile=str(pki.ca_cert))
-            ready = lambda: _http_ok(f"{url}/readyz", context, token)  # noqa: E731
+            ready = lambda: http_ok(f"{url}/readyz", context, token)  # noqa: E731
             wait_until(ready, apiserver_process, apiserver_log, "kube-apiserver")
             kubeconfig = write_kubeconfig(workdir / "kubeconfig", url, pki.ca_cert, token)
             yield ApiServer(

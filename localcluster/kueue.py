@@ -14,8 +14,6 @@
 """
 
 import shutil
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from . import buildscript
-from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, running, wait_until
+from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, http_ok, running, wait_until
 from .pki import make_pki
 from .ports import free_port
 
@@ -77,14 +75,6 @@ def configuration(workdir: Path, health_port: int, webhook_port: int) -> dict[st
     }
 
 
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @dataclass(frozen=True)
 class Kueue:
     log: Path
@@ -117,5 +107,5 @@ def run_kueue(binary: Path, server: ApiServer, workdir: Path) -> Iterator[Kueue]
     ]  # fmt: skip
     log = workdir / "kueue.log"
     with running(command, log) as process:
-        wait_until(lambda: _ready(f"http://127.0.0.1:{health}/readyz"), process, log, "kueue")
+        wait_until(lambda: http_ok(f"http://127.0.0.1:{health}/readyz"), process, log, "kueue")
         yield Kueue(log)

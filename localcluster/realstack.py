@@ -18,8 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,7 +27,7 @@ from typing import Any
 import yaml
 
 from . import buildscript
-from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, running, wait_until
+from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, http_ok, running, wait_until
 from .buildscript import stop
 from .ports import free_port, free_ports
 
@@ -84,14 +82,6 @@ def obtain_metacontroller(progress: Callable[[str], None]) -> Path:
         raise ClusterError(f"{SCRIPT} printed no METACONTROLLER=<path>") from None
 
 
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @dataclass
 class Hook:
     """The hook's process on a fixed loopback port. `down()` stops it for a while (a hook
@@ -125,7 +115,7 @@ class Hook:
             yield
         finally:
             self.process = _start_hook(self.port, self.log, self.env)
-            wait_until(lambda: _http_ok(f"{self.url}/healthz"), self.process, self.log, "the hook")
+            wait_until(lambda: http_ok(f"{self.url}/healthz"), self.process, self.log, "the hook")
 
 
 def hook_command(port: int, host: str = "127.0.0.1") -> list[str]:
@@ -148,7 +138,7 @@ def serve_hook(workdir: Path, env: dict[str, str] | None = None) -> Iterator[Hoo
     log = workdir / f"hook-{port}.log"
     hook = Hook(f"http://127.0.0.1:{port}", log, _start_hook(port, log, env or {}), port, env or {})
     try:
-        wait_until(lambda: _http_ok(f"{hook.url}/healthz"), hook.process, log, "the hook")
+        wait_until(lambda: http_ok(f"{hook.url}/healthz"), hook.process, log, "the hook")
         yield hook
     finally:
         stop(hook.process)
@@ -177,7 +167,7 @@ def run_metacontroller(
     ]  # fmt: skip
     with running(command, log) as process:
         ready = f"http://127.0.0.1:{health}/readyz"
-        wait_until(lambda: _http_ok(ready), process, log, "metacontroller")
+        wait_until(lambda: http_ok(ready), process, log, "metacontroller")
         yield Metacontroller(log, process, f"http://127.0.0.1:{metrics}/metrics")
 
 

@@ -15,8 +15,6 @@ import datetime
 import json
 import shutil
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +24,7 @@ from typing import Any
 import yaml
 
 from localcluster import buildscript
-from localcluster.apiserver import ApiServer, ClusterError, running, wait_until
+from localcluster.apiserver import ApiServer, ClusterError, http_ok, running, wait_until
 from localcluster.pki import webhook_pki
 from localcluster.ports import free_ports
 
@@ -125,14 +123,6 @@ class Process:
     args: tuple[str, ...]
 
 
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @contextmanager
 def run(
     release: Release, server: ApiServer, workdir: Path, webhook_port: int, args: list[str]
@@ -150,7 +140,7 @@ def run(
     env = ["env", f"KUBECONFIG={server.kubeconfig}", f"MY_POD_NAMESPACE={NAMESPACE}"]
     with running([*env, *command], log) as process:
         ready = f"http://127.0.0.1:{health}/readyz"
-        wait_until(lambda: _ready(ready), process, log, "training-operator")
+        wait_until(lambda: http_ok(ready), process, log, "training-operator")
         yield Process(log, process, tuple(args))
 
 
