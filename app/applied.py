@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from app.digits import ascii_int
+
 Child = dict[str, Any]
 MAX_DEPTH = 64  # an object nested deeper than any Kubernetes type: the entry is not trusted
 
@@ -128,7 +130,6 @@ def _matcher(element: str) -> Callable[[int, Any], bool]:
         except orjson.JSONDecodeError:
             raise _Unreadable from None
         return lambda _, item: item == wanted
-    if prefix == "i:" and text.isascii() and text.isdigit():
-        position = int(text)
+    if prefix == "i:" and (position := ascii_int(text)) is not None:
         return lambda index, _: index == position
     raise _Unreadable

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app import names
+from app import digits, names
 from app.spec import BY_LOWERED, ORDER, ReplicaType
 
 _PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
@@ -43,8 +43,8 @@ def count(value: Any) -> int | None:
     number nobody wrote: only what the hook itself writes counts, anything else is malformed."""
     if type(value) is str and value in _DECIMALS:
         return _DECIMALS[value]
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
-        return int(value)
+    if isinstance(value, str):
+        return digits.ascii_int(value) if len(value) < 10 else None
     if type(value) is int and value >= 0:
         return value
     return None
