@@ -265,12 +265,13 @@ class QuietServer(uvicorn.Server):
 
 
 def run(config: settings.Settings, host: str, port: int) -> None:
-    from app import web  # noqa: F401  (imported before the collector settles; uvicorn reuses it)
+    from app import web  # here, not above: `render` does without FastAPI
 
+    app = web.create_app(config)  # before the collector settles: it lives as long as the process
     settle_memory()
     server = QuietServer(
         uvicorn.Config(
-            "app.web:app",
+            app,
             host=host,
             port=port,
             log_config=logs.config(config.log_level),
