@@ -33,6 +33,7 @@ from .ports import free_port, free_ports
 
 SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
 COMPOSITE_CONTROLLER = REPO / "metacontroller" / "compositecontroller.yaml"
+EVENTS_COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
 FETCH_TIMEOUT = 900  # the script's own limits: 20 s to find no network, 600 s for the clone
 
 
@@ -166,9 +167,12 @@ def run_metacontroller(
         yield Metacontroller(log, process, f"http://127.0.0.1:{metrics}/metrics")
 
 
-def composite_controller(hook_url: str, config_maps: bool = True) -> dict[str, Any]:
+def composite_controller(
+    hook_url: str, config_maps: bool = True, events: bool = False
+) -> dict[str, Any]:
     """Our CompositeController as shipped, with the webhook pointed at `hook_url`; without
-    `config_maps`, without its ConfigMap children (every pod then carries MX_CONFIG whole)."""
+    `config_maps`, without its ConfigMap children (every pod then carries MX_CONFIG whole); with
+    `events`, with the Event children the events component adds (manifests/components/events)."""
     shipped: dict[str, Any] = yaml.safe_load(COMPOSITE_CONTROLLER.read_text())
     controller = copy.deepcopy(shipped)
     if not config_maps:
@@ -176,6 +180,12 @@ def composite_controller(hook_url: str, config_maps: bool = True) -> dict[str, A
         controller["spec"]["childResources"] = [
             c for c in children if c["resource"] != "configmaps"
         ]
+    if events:
+        component = yaml.safe_load(EVENTS_COMPONENT.read_text())
+        (operation,) = yaml.safe_load(component["patches"][0]["patch"])
+        if operation["path"] != "/spec/childResources/-":
+            raise ValueError(f"{EVENTS_COMPONENT} no longer adds a child type: {operation}")
+        controller["spec"]["childResources"].append(operation["value"])
     webhook = controller["spec"]["hooks"]["sync"]["webhook"]
     path = webhook.pop("path", "/sync")
     webhook.pop("service", None)

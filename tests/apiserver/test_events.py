@@ -42,7 +42,6 @@ from localcluster.stack import shipped_flags
 from localcluster.waiting import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
-COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
 EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
 AT_REST = 12  # seconds watched for writes at rest: three resyncs or more
@@ -88,11 +87,7 @@ def stack(
 
 def with_events(hook_url: str) -> dict[str, Any]:
     """Our CompositeController with the events component's child type, resyncing every RESYNC s."""
-    controller = composite_controller(hook_url)
-    component = yaml.safe_load(COMPONENT.read_text())
-    (operation,) = yaml.safe_load(component["patches"][0]["patch"])
-    assert operation["path"] == "/spec/childResources/-"
-    controller["spec"]["childResources"].append(operation["value"])
+    controller = composite_controller(hook_url, events=True)
     controller["spec"]["resyncPeriodSeconds"] = RESYNC
     return controller
 
