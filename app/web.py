@@ -37,8 +37,8 @@ log = logging.getLogger(f"{LOGGER}.sync")
 # A request larger than this (or of unknown length) is read and answered one at a time.
 LARGE_BODY = 8 * 1024 * 1024
 # A request at most this large, for a job of at most INLINE_REPLICAS replicas, is answered on
-# the event loop: about a millisecond of work, less than the hop to a worker thread costs
-# under load (it took a third of the small job's throughput).
+# the event loop: its work costs less than the hop to a worker thread (docs/performance.md,
+# "The web layer, per request").
 INLINE_BODY = 64 * 1024
 INLINE_REPLICAS = 16
 # An answer is handed to the connection in pieces of this size: the server's flow control
@@ -151,8 +151,8 @@ class Answer:
 
 # What a sync in the worker thread gives back. Errors are returned, never raised across the
 # thread: a raised exception's traceback holds the frames, and so the request body and the
-# parsed request, in a reference cycle that only a late collection frees (hundreds of MiB
-# for a large request answered 422 or 500, a few times in a row).
+# parsed request, in a reference cycle that only a late collection frees (docs/reliability.md
+# has the memory that kept).
 Reply = Answer | Refused | Crashed
 
 
