@@ -151,8 +151,8 @@ class Answer:
 
 # What a sync in the worker thread gives back. Errors are returned, never raised across the
 # thread: a raised exception's traceback holds the frames, and so the request body and the
-# parsed request, in a reference cycle that only a late collection frees (docs/reliability.md
-# has the memory that kept).
+# parsed request, in a reference cycle that only a late collection frees (the memory it held:
+# docs/reliability.md).
 Reply = Answer | Refused | Crashed
 
 
