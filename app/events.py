@@ -1,6 +1,5 @@
 """The job's story for `kubectl describe mxjob`: an Event per condition transition, as children."""
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -8,6 +7,7 @@ from app import conditions, names
 from app.envelope import ObjectMeta
 from app.times import parse_time, seconds_until
 
+# Declared by manifests/components/events.
 CHILD_TYPE = "Event.v1"
 # Metacontroller recreates a desired child that vanishes, so an Event must stop being desired
 # before the API server expires it (--event-ttl, 1 h by default). The hook asks for the sync
@@ -18,11 +18,6 @@ MAX_EVENTS = 20
 _WARNINGS = (conditions.RESTARTING, conditions.FAILED)
 # What an Event of ours carries, kept as observed: an Event is a record, never rewritten.
 _FIELDS = ("type", "reason", "message", "firstTimestamp", "lastTimestamp", "count", "source")
-
-
-def declared(child_types: Iterable[str]) -> bool:
-    """Whether Metacontroller declares Event children (manifests/components/events)."""
-    return CHILD_TYPE in child_types
 
 
 def story(

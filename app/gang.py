@@ -1,6 +1,6 @@
 """Gang scheduling: one PodGroup per job when Metacontroller declares a PodGroup child type."""
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +34,9 @@ SCHEDULER_PLUGINS = GangScheduler(
 KNOWN = (VOLCANO, SCHEDULER_PLUGINS)
 
 
-def declared(child_types: Iterable[str]) -> GangScheduler | None:
-    """The gang scheduler whose PodGroup type the controller declares (Volcano first)."""
-    types = set(child_types)
-    return next((g for g in KNOWN if g.child_type in types), None)
+def declared(declares: Callable[[str], bool]) -> GangScheduler | None:
+    """The gang scheduler whose PodGroup type the controller `declares` (Volcano first)."""
+    return next((g for g in KNOWN if declares(g.child_type)), None)
 
 
 def pod_group(

@@ -1,7 +1,7 @@
 """Queueing under Kueue: the job's Workload child, what its admission allows, and what the
 admission's resource flavors add to the pods (as Kueue's own job integrations do)."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,11 +41,6 @@ def customize(body: Any) -> dict[str, Any] | None:
     if not isinstance(body, dict) or not isinstance(body.get("parent"), dict):
         return None
     return {"relatedResources": [dict(rule) for rule in RELATED_RESOURCES]}
-
-
-def declared(child_types: Iterable[str]) -> bool:
-    """Whether the CompositeController declares Kueue's Workload children."""
-    return WORKLOAD_TYPE in set(child_types)
 
 
 def queue_name(labels: Any) -> str | None:

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from app.defaults import SpecError
-from app.validation import MAX_REPLICAS, validated_spec
+from app.sizerule import MAX_REPLICAS
+from app.validation import validated_spec
 from tests.crd_admission import CRD_FILE, NOT_CHECKED, admission_errors, rules
 
 REPO = Path(__file__).resolve().parents[1]
