@@ -186,8 +186,7 @@ def config_map(job: JobContext) -> dict[str, Any]:
     value (MX_CONFIG's shared parts and the job-wide DMLC_* ones), stored once and keyed by
     their names; in release 0.1.0's layout, MX_CONFIG's shared parts as `cluster` and
     `labels` (see `JobContext.legacy_keys`)."""
-    labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: job.name}
-    meta = _metadata(job, config_map_name(job.name), labels, {})
+    meta = names.metadata(config_map_name(job.name), job.namespace, names.job_labels(job.name), {})
     data: dict[str, str] = {}
     if job.named_keys:
         data |= job.shared | {e["name"]: e["value"] for e in dmlc_env(job.name, job.spec)}
@@ -236,18 +235,6 @@ def _pod_restart_policy(policy: RestartPolicy) -> str:
     return "Never" if policy is RestartPolicy.EXIT_CODE else policy.value
 
 
-def _metadata(
-    job: JobContext, name: str, labels: dict[str, str], annotations: dict[str, str]
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
-    if job.namespace:
-        meta["namespace"] = job.namespace
-    meta["labels"] = labels
-    if annotations:
-        meta["annotations"] = annotations
-    return meta
-
-
 def _recorded(attempt: int, restarts_before: int) -> dict[str, str]:
     if attempt == 0 and restarts_before == 0:
         return {}
@@ -273,14 +260,13 @@ def pod(
         container = base.copy()
         container["env"] = env + theirs
         containers.append(container)
-    prefix = of_type.name_prefix
-    name = f"{prefix}{written}" if attempt == 0 else f"{prefix}{written}-r{attempt}"
+    name = names.attempt_name(of_type.name_prefix + written, attempt)
     spec = of_type.spec.copy()
     spec["containers"] = containers
     built = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(job, name, labels, annotations),
+        "metadata": names.metadata(name, job.namespace, labels, annotations),
         "spec": spec,
     }
     if job.gang:
@@ -295,9 +281,8 @@ def service(
     of_type = job.by_type[rtype]
     labels = of_type.selector.copy()
     labels[names.LABEL_INDEX] = written = str(index)
-    meta = _metadata(
-        job, of_type.name_prefix + written, labels, _recorded(attempt, restarts_before)
-    )
+    recorded = _recorded(attempt, restarts_before)
+    meta = names.metadata(of_type.name_prefix + written, job.namespace, labels, recorded)
     return {
         "apiVersion": "v1",
         "kind": "Service",

@@ -33,9 +33,9 @@ def story(
     current = _transitions(parent, conds)
     wanted = {e["metadata"]["name"]: e for e in current}
     for event in observed:
-        kept = _kept(parent, event)
-        if kept is not None:
-            wanted.setdefault(kept["metadata"]["name"], kept)
+        written = _as_written(parent, event)
+        if written is not None:
+            wanted.setdefault(written["metadata"]["name"], written)
     young = [e for e in wanted.values() if _age(e, now) < MAX_AGE_SECONDS]
     young.sort(key=lambda e: (e["firstTimestamp"], e["metadata"]["name"]))
     return _collapsed(young, {c["metadata"]["name"] for c in current})[-MAX_EVENTS:]
@@ -97,14 +97,14 @@ def _envelope(parent: ObjectMeta, name: str) -> dict[str, Any]:
         "kind": "Event",
         "metadata": {
             "name": name,
-            "labels": {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: parent.name},
+            "labels": names.job_labels(parent.name),
         },
         "involvedObject": involved,
         "reportingComponent": names.OPERATOR_NAME,
     }
 
 
-def _kept(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | None:
+def _as_written(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | None:
     """An observed Event of this job as it was written, or None if it is not one of ours."""
     meta = event.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None

@@ -57,10 +57,7 @@ def pod_group(
             group["priorityClassName"] = policy.priorityClass
     if gang is SCHEDULER_PLUGINS and policy and policy.scheduleTimeoutSeconds is not None:
         group["scheduleTimeoutSeconds"] = policy.scheduleTimeoutSeconds
-    meta: dict[str, Any] = {"name": name}
-    if namespace:
-        meta["namespace"] = namespace
-    meta["labels"] = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
+    meta = names.metadata(name, namespace, names.job_labels(name), {})
     return {"apiVersion": gang.api_version, "kind": "PodGroup", "metadata": meta, "spec": group}
 
 

@@ -45,6 +45,7 @@ def readers(pods: Iterable[Any], name: str) -> Readers:
     old_keys = env_from = inline = False
     # Every container of every observed pod on every sync: one flat loop, no call per
     # container where its `envFrom` names no ConfigMap of the job's.
+    # (docs/performance.md#fourth-pass-sync-for-the-typical-job-again)
     for pod in pods:
         spec = pod.get("spec") if isinstance(pod, dict) else None
         containers = spec.get("containers") if isinstance(spec, dict) else None

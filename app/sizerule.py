@@ -22,31 +22,21 @@ from app.template import (
     tuner_label,
 )
 
-# The size rule (docs/reliability.md), in two parts, both linear in the job's size now that
-# MX_CONFIG's shared parts live in one ConfigMap:
-# 1. Linux refuses to start a process with an environment string over 128 KiB
-#    (MAX_ARG_STRLEN, counting `NAME=` and the final NUL), so a longer MX_CONFIG could
-#    never start a container. It grows with replicas x (name length + ~30).
+# The rule's three parts, and where each constant's figure comes from:
+# docs/reliability.md#where-the-size-rules-figures-come-from.
+# 1. MX_CONFIG fits one environment string (Linux's MAX_ARG_STRLEN, with `NAME=` and its NUL).
 MAX_MX_CONFIG = 128 * 1024 - len("MX_CONFIG=") - 1
-# No job of more than 4,001 replicas has an MX_CONFIG that fits, whatever its name and
-# ports (4,002 replicas of a job named `a` on port 1 need 131,070 bytes): a round cap just
-# under that is the cheap first check, and the CRD's.
+# A round cap under the most replicas any MX_CONFIG that fits can list: the cheap first check.
 MAX_REPLICAS = 4000
-# 2. The sync request once every child exists must stay well inside MXJOB_MAX_BODY_BYTES
-#    (64 MiB). See `sync_request_bytes` for the estimate and its measured coefficients. The
-#    CRD's CEL rule counts it from below with the first three constants
-#    (tests/cel_size_rule.py; a test fails if the CRD does not hold the rule they make).
+# 2. The sync request, once every child exists, stays well inside MXJOB_MAX_BODY_BYTES. The
+#    CRD's CEL rule counts it from below with the first three constants (tests/cel_size_rule.py).
 MAX_SYNC_BYTES = 48 * MiB
 SYNC_BYTES_PER_REPLICA = 9_500
 SYNC_BYTES_PER_CONTAINER = 2_100
 SYNC_BYTES_PER_NAME_CHARACTER = 22
 SYNC_BYTES_PER_PORT = 80
-# 3. Parsing that request must stay well inside the hook's parse budget (app/parsecost.py):
-#    a request of many small values costs more to parse than its bytes say. See
-#    `sync_request_parse_cost`: its `{`/`[` and `,` per replica besides the template's copies,
-#    per further container and per port, measured like the bytes above (a replica of one
-#    container 221 and 291 in the largest admitted jobs' requests, a further container 58
-#    and 57, a port 2 and 3), rounded up.
+# 3. Parsing that request stays well inside the hook's parse budget (app/parsecost.py): its
+#    `{`/`[` and `,` per replica, per further container and per port, measured and rounded up.
 MAX_SYNC_PARSE_COST = PARSE_BUDGET * 7 // 8
 SYNC_BRACKETS_PER_REPLICA = 240
 SYNC_COMMAS_PER_REPLICA = 320
@@ -145,60 +135,31 @@ def size_problems(job_name: str, spec: MXJobSpec, layout: Layout = Layout.CONFIG
     hint = _INLINE_HINT if layout is Layout.INLINE else ""
     request = sync_request_bytes(job_name, spec, mx_config, layout)
     if request > MAX_SYNC_BYTES:
-        return [
-            f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
-            f"this job would carry about {request // MiB} MiB, more than "
-            f"{MAX_SYNC_BYTES // MiB} MiB; use fewer replicas or smaller pod templates{hint}"
-        ]
+        carry = f"carry about {request // MiB} MiB"
+        return _request_refused(carry, MAX_SYNC_BYTES, f"smaller pod templates{hint}")
     cost = sync_request_parse_cost(job_name, spec, mx_config, layout)
     if cost > MAX_SYNC_PARSE_COST:
-        return [
-            f"spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
-            f"this job would take about {cost // MiB} MiB to parse, more than "
-            f"{MAX_SYNC_PARSE_COST // MiB} MiB; use fewer replicas or pod templates of fewer "
-            f"values (list entries, map keys){hint}"
-        ]
+        fewer = f"pod templates of fewer values (list entries, map keys){hint}"
+        return _request_refused(
+            f"take about {cost // MiB} MiB to parse", MAX_SYNC_PARSE_COST, fewer
+        )
     return []
 
 
+def _request_refused(would: str, most: int, instead: str) -> list[str]:
+    """The size rule's refusal of a job whose sync request `would` be more than `most`."""
+    return [
+        "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of "
+        f"this job would {would}, more than {most // MiB} MiB; use fewer replicas or {instead}"
+    ]
+
+
 def sync_request_bytes(
-    job_name: str,
-    spec: MXJobSpec,
-    mx_config: int | None = None,
-    layout: Layout = Layout.CONFIG_MAP,
+    job_name: str, spec: MXJobSpec, mx_config: int | None = None, layout: Layout = Layout.CONFIG_MAP
 ) -> int:
-    """An upper estimate of a sync request's bytes once every child exists, given
-    `mx_config_bytes` if it is known.
-
-    Per replica, its pod and Service as Metacontroller sends them: server defaults, a running
-    status, and the template three times over under Metacontroller's default apply strategy,
-    dynamic-apply: in the pod itself (its JSON as Go writes it, `G` bytes), in the
-    last-applied annotation (that JSON again as a string, `G` plus a backslash for every
-    quote and backslash in it, `X`), and in managedFields (`M`, see `_fields`: every
-    key of every object and the key fields of every entry of a keyed list, the cost of a
-    template of many small list entries). Under server-side apply there is no last-applied
-    copy: the same estimate bounds that request with `G + X` to spare. The job-wide variables
-    live in the job's ConfigMap (one `envFrom` and one required key reference per container).
-
-    The other layouts (`Layout`) add to each container what its env carries beyond
-    that (`_layout_copies`): release 0.1.0's, the job-wide variables and a key reference, and
-    a ConfigMap that may hold MX_CONFIG's shared parts twice; the inline one, those variables
-    and MX_CONFIG's whole text, the job's size in every container, and no ConfigMap.
-
-    The template's part follows the encoding (the copies are exact for a template of
-    strings and atomic lists, `_fields` is from above); checked on the real API server
-    under the real Metacontroller, both strategies (tests/apiserver/test_size_estimate.py):
-    what a template of 730 small env entries, one 20 KB value, 400 ports, 400 volume mounts,
-    1,000 args, 400 labels or 3 sidecars costs beyond the smallest template measured 89,060,
-    40,117, 158,400, 57,897, 19,812, 15,200 and 5,109 bytes under dynamic-apply (62,780 to
-    3,255 under server-side apply), estimated 94,929, 40,154, 162,833, 67,100, 19,812,
-    15,296 and 6,744. The rest, from the largest admitted jobs' requests
-    (tests/apiserver/test_worst_case.py, a running pod's full status): 9,369 bytes a replica
-    of one container and a one-letter job name, 1,761 per further container, 20 per letter of
-    the job's name, which the constants round up; 80 per port is the server's defaults
-    (`protocol`) in the pod and the Service and in their managedFields keys. The figures are
-    in docs/reliability.md.
-    """
+    """An upper estimate of a sync request's bytes once every child exists in `layout`, given
+    `mx_config_bytes` if it is known: per replica, a measured constant and its template's
+    copies (`_copies`); how and against what (docs/reliability.md#the-size-rules-estimates)."""
     if mx_config is None:
         mx_config = mx_config_bytes(job_name, spec)
     layouts = _layout_copies(job_name, spec, layout)
@@ -212,27 +173,11 @@ def sync_request_bytes(
 
 
 def sync_request_parse_cost(
-    job_name: str,
-    spec: MXJobSpec,
-    mx_config: int | None = None,
-    layout: Layout = Layout.CONFIG_MAP,
+    job_name: str, spec: MXJobSpec, mx_config: int | None = None, layout: Layout = Layout.CONFIG_MAP
 ) -> int:
     """An upper estimate of a sync request's parse_cost (app/parsecost.py) once every child
-    exists, given `mx_config_bytes` if it is known: `sync_request_bytes`'s bytes, and its
-    `{`/`[` and `,` counted the same way, replica by replica.
-
-    The ConfigMap and its last-applied copy hold MX_CONFIG's text: an object and two commas
-    a replica at most (`{"port":1,"url":"..."}` and the comma after it), and a few more. A
-    replica's count is a measured constant (its pod and Service as the largest admitted
-    jobs' requests carry them, a running pod's full status), one per further container and
-    per port, and the template's own, counted like its bytes: its JSON in the pod and again
-    in the last-applied annotation (structure inside a string counts, as parse_cost counts
-    it), and its managedFields, an object per field and per keyed entry (`_fields`).
-    Under server-side apply there is no last-applied copy: the same estimate bounds it.
-    The other layouts add to each container what `_layout_copies` counts, as the bytes do.
-    Checked on the real API server under the real Metacontroller, both strategies
-    (tests/apiserver/test_size_estimate.py), and against the largest admitted jobs'
-    requests (tests/apiserver/test_worst_case.py); the figures are in docs/reliability.md."""
+    exists in `layout`: `sync_request_bytes`'s bytes, and its `{`/`[` and `,` counted the same
+    way, replica by replica (docs/reliability.md#the-size-rules-estimates)."""
     if mx_config is None:
         mx_config = mx_config_bytes(job_name, spec)
     replicas = sum(replica.replicas for replica in spec.mxReplicaSpecs.values())
@@ -265,18 +210,14 @@ class _LayoutCopies:
 
 
 # `_layout_copies` of the jobs seen last, by what it reads: the name, the layout and each
-# replica type's count, port and label. A job is validated at every sync and both estimates
-# use it (about 1 ms for a job of three types, walked). Bounded like `_ESTIMATES`.
+# replica type's count, port and label. Bounded like `_ESTIMATES`, and for the same reasons.
 _LAYOUTS: dict[tuple[Any, ...], _LayoutCopies] = {}
 
 
 def _layout_copies(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCopies:
     """The env a container of `layout` carries beyond the ConfigMap layout's, in the pod and
-    its last-applied copy and managedFields (`_copies`), from above: the job-wide variables
-    (and release 0.1.0's key references) and, inline, the longest MX_CONFIG text of the type
-    as the pod writes it (`kubelet_literal`). Release 0.1.0's ConfigMap may hold
-    MX_CONFIG's shared parts under its keys and under this version's: twice the text.
-    Remembered (bounded)."""
+    Metacontroller's copies (`_copies`), from above, and what the ConfigMap adds; remembered
+    (docs/reliability.md#the-size-rules-estimates)."""
     if layout is Layout.CONFIG_MAP:
         return _LayoutCopies((0, 0, 0), dict.fromkeys(spec.mxReplicaSpecs, (0, 0, 0)))
     types = tuple(
@@ -334,11 +275,12 @@ def _containers(template: dict[str, Any]) -> int:
     return len((template.get("spec") or {}).get("containers") or [])
 
 
-# The estimates of the templates seen last, by the name's length and the template's JSON: a job
-# is validated at every sync, and walking a template of ten env entries costs about 80 us,
-# more than the rest of validating a job of three types; remembered, under 1 us. Its templates
-# rarely change. Bounded in entries and in the bytes of each key (a larger template is walked
-# every time).
+# The estimates of the templates seen last, by the name's length and the template's JSON: a
+# job is validated at every sync and its templates rarely change
+# (docs/performance.md#the-size-rules-memos).
+# A bounded dict, not functools.lru_cache: the key is made from the arguments (a template is
+# not hashable) and a key over _ESTIMATES_KEY_MOST bytes is not kept. A hit returns what the
+# walk would, so the functions stay pure.
 _ESTIMATES: dict[tuple[int, bytes], tuple[int, int]] = {}
 _ESTIMATES_MOST = 128
 _ESTIMATES_KEY_MOST = 64 * 1024
@@ -392,6 +334,8 @@ def _estimates(job_name: str, template: dict[str, Any]) -> tuple[int, int]:
     return sync_bytes, parse
 
 
+# The per-replica parts of the two estimates, on their own: what the tests hold against the
+# real API server's figures (tests/apiserver/test_size_estimate.py), not remembered.
 def replica_sync_bytes(job_name: str, template: dict[str, Any]) -> int:
     """The estimate's bytes for one replica of `template` (see `sync_request_bytes`)."""
     return _estimates(job_name, template)[0]
@@ -403,10 +347,9 @@ def replica_parse_cost(job_name: str, template: dict[str, Any]) -> int:
 
 
 def _copies(value: Any) -> tuple[int, int, int]:
-    """`value` in a child and in Metacontroller's copy of it, as (bytes, `{`/`[`, `,`): its
-    JSON as Go writes it, that JSON again as the string of a last-applied annotation (a
-    backslash more for every quote and backslash; the structure inside the string counts, as
-    parse_cost counts it), and its managedFields (`_fields`)."""
+    """`value` in a child and in Metacontroller's copies of it, as (bytes, `{`/`[`, `,`): its
+    JSON as Go writes it, that JSON as a last-applied annotation's string, and its
+    managedFields (`_fields`; docs/reliability.md#the-size-rules-estimates)."""
     text = _go_json(value)
     size, brackets, commas = _fields(value)
     return (
@@ -422,14 +365,9 @@ def _go_json(value: Any) -> str:
 
 
 def _fields(value: Any) -> tuple[int, int, int]:
-    """A managedFields entry's fieldsV1 for `value`, from above, as (bytes, `{`/`[`, `,`).
-
-    Every key of every object is `"f:<key>":{}` and a comma: its JSON and `FIELD_BYTES`,
-    `OBJECT_FIELD_BYTES` more where its value is an object; `{".":{}` and a comma more where
-    its value is an object or a list of objects. Every object in a list is `"k:<key fields'
-    JSON>":{".":{}` and two commas: the JSON string of its key fields, `ENTRY_BYTES` and
-    `OBJECT_FIELD_BYTES` more. The structure in keys counts too. Scalars, and lists of them
-    (atomic), add nothing of their own."""
+    """A managedFields entry's fieldsV1 for `value`, from above, as (bytes, `{`/`[`, `,`): an
+    entry per key of every object and per object of a keyed list; scalars and atomic lists add
+    nothing (docs/reliability.md#the-size-rules-estimates)."""
     size = brackets = commas = 0
     if isinstance(value, dict):
         for key, item in value.items():
