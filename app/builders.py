@@ -244,9 +244,9 @@ def _recorded(attempt: int, restarts_before: int) -> dict[str, str]:
 def pod(
     job: JobContext, rtype: ReplicaType, index: int, attempt: int, restarts_before: int
 ) -> dict[str, Any]:
-    """The pod for one attempt of one replica: the template plus what the contract adds.
-    It shares the template's objects with the request and its siblings (answers are only
-    serialized); what differs from pod to pod is made fresh."""
+    """The pod for one attempt of one replica: the template plus what docs/behaviour.md#children
+    adds. It shares the template's objects with the request and its siblings (answers are
+    only serialized); what differs from pod to pod is made fresh."""
     of_type = job.by_type[rtype]
     labels = of_type.labels.copy()
     labels[names.LABEL_INDEX] = written = str(index)

@@ -32,7 +32,7 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
 
 
 def sync_result(body: Any, now: datetime) -> SyncResult:
-    """Answer one sync request, in the order of the contract: read the request and the
+    """Answer one sync request, in the order of docs/behaviour.md: read the request and the
     previous status, check the spec, decide the status from what was observed, then build
     the children. Raises envelope.BadRequest for anything that is not a sync request."""
     request = envelope.read_request(body)

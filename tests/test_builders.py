@@ -1,4 +1,5 @@
-"""Contract section 3: names, labels, ports, restart policy and environment of children."""
+"""The contract's children (docs/behaviour.md#children): names, labels, ports, restart policy and
+environment of children."""
 
 import json
 from pathlib import Path

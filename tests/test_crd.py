@@ -1,4 +1,5 @@
-"""The MXJob CRD admits every example and legacy manifest and rejects each rule of section 2."""
+"""The MXJob CRD admits every example and legacy manifest and rejects each rule of
+docs/behaviour.md#validation."""
 
 import copy
 from pathlib import Path

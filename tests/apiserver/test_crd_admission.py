@@ -1,5 +1,5 @@
 """The MXJob CRD in a real API server: it installs, admits every example and legacy manifest,
-and refuses each invalid case of contract section 2 with the CRD's own message."""
+and refuses each invalid case of docs/behaviour.md#validation with the CRD's own message."""
 
 import copy
 import json
