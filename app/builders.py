@@ -74,10 +74,9 @@ class JobContext:
     # the job-wide variables then live in the job's ConfigMap, and each pod carries only its
     # own few bytes.
     config_map: bool = False
-    # True while an observed pod, created by release 0.1.0, reads the ConfigMap's keys
-    # `cluster` and `labels`: the job keeps that release's layout (those two keys, and new
-    # pods that read them key by key with every DMLC_* variable in their env), since an
-    # `envFrom` of the same ConfigMap would import the two keys as variables too.
+    # True while an observed pod of release 0.1.0 reads the ConfigMap's keys `cluster` and
+    # `labels`: the job keeps that release's layout, since an `envFrom` of the same ConfigMap
+    # would import those keys as variables too (docs/behaviour.md#children).
     legacy_keys: bool = False
     # Whether the ConfigMap holds the variables under their own names: always but in the
     # layout above, and there too while an observed pod takes them in through `envFrom`.
@@ -96,10 +95,9 @@ def job_context(
     children; `observed`: how the job's observed pods read the ConfigMap."""
     legacy = config_map and observed.old_keys
     shared = shared_parts(name, spec)
-    # MX_CONFIG's shared parts as each pod's text has them: `$(VAR)` references the kubelet
-    # replaces with them (a value it substitutes is not expanded again), or themselves with
-    # every `$` doubled, since the kubelet expands the text (`$$` to `$`, `$(NAME)` to a
-    # variable) and a label holds the user's text. Either way the process reads the same bytes.
+    # MX_CONFIG's shared parts as each pod's text has them: `$(VAR)` references, or the text
+    # with every `$` doubled; the kubelet's expansion gives the process the same bytes either
+    # way (docs/behaviour.md#user-text-and-the-kubelets-var-expansion).
     parts = {
         key: f"$({variable})" if config_map else kubelet_literal(shared[variable])
         for variable, key in SHARED_PARTS
@@ -183,9 +181,8 @@ def _required_env(name: str) -> tuple[dict[str, Any], ...]:
 
 def config_map(job: JobContext) -> dict[str, Any]:
     """The job's ConfigMap: the variables every container of the job reads with the same
-    value (MX_CONFIG's shared parts and the job-wide DMLC_* ones), stored once and keyed by
-    their names; in release 0.1.0's layout, MX_CONFIG's shared parts as `cluster` and
-    `labels` (see `JobContext.legacy_keys`)."""
+    value, once, keyed by their names; in release 0.1.0's layout, MX_CONFIG's shared parts
+    under that release's keys (`JobContext.legacy_keys`)."""
     meta = names.metadata(config_map_name(job.name), job.namespace, names.job_labels(job.name), {})
     data: dict[str, str] = {}
     if job.named_keys:

@@ -63,9 +63,8 @@ def workload(job: builders.JobContext, queue: str, prio: kueue.Priority | None) 
 
 def _job_children(job: builders.JobContext) -> list[Child]:
     """One of each per job, while it has pods, ahead of them in the answer: the PodGroup
-    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from.
-    (Metacontroller applies child types in its own order, by group, version and kind,
-    which also puts the core ConfigMap before the Pods; see docs/behaviour.md.)"""
+    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from
+    (Metacontroller applies child types in its own order: docs/behaviour.md#children)."""
     out = []
     if job.gang:
         out.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
@@ -149,17 +148,9 @@ def as_they_are(request: envelope.SyncRequest) -> list[Child]:
 
 
 def _as_observed(child: Child, child_type: str, owner_uid: str) -> Child:
-    """An observed child as its own desired state. Metacontroller updates an in-place child
-    from what it last applied and the desired state, so the desired state that changes
-    nothing is what it last applied: the observed object instead (with the fields the API
-    server defaulted) would have it rewrite each Service and ConfigMap (measured on a real API
-    server, under either of its apply strategies). What it last applied is its last-applied
-    annotation (its default strategy, a three-way merge) or, under server-side apply, the
-    fields its entry in `managedFields` owns (app/applied.py). Without either: identity,
-    labels and spec (a ConfigMap's data: the pods still read it), nothing the cluster wrote
-    (status, uid, resourceVersion, Metacontroller's bookkeeping). Its kind and apiVersion are
-    those of the type it was observed under (`Pod.v1`), which Metacontroller needs to apply
-    it."""
+    """An observed child as its own desired state, which changes nothing: what Metacontroller
+    last applied (its annotation, or under server-side apply its `managedFields` entry), else the
+    child's identity, labels and spec (docs/behaviour.md#validation)."""
     kind, _, api_version = child_type.partition(".")
     applied = _last_applied(child, api_version, kind)
     if applied is None:

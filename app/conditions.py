@@ -56,11 +56,9 @@ def set_condition(
     *,
     new_message: bool = False,
 ) -> list[Condition]:
-    """Return `conditions` with one condition set. A condition that keeps its status and
-    reason is left alone, timestamps included (with `new_message`, only if its message is the
-    same too); a changed one moves to the end of its kind: conditions that are not True come
-    first, so the last condition is the newest True one (what `kubectl get mxj` shows as the
-    job's state). `at`: the time of this sync as the status writes it."""
+    """`conditions` with one set at `at` (the sync's time as written): one that keeps its
+    status and reason (and, with `new_message`, its message) is left alone; a changed one goes
+    last of its kind, True ones last, so the last is the job's state (`kubectl get mxj`)."""
     old = find(conditions, ctype) or {}
     unchanged = old.get("status") == status and old.get("reason") == reason
     if unchanged and (not new_message or old.get("message") == message):

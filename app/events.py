@@ -26,10 +26,9 @@ def story(
     observed: list[dict[str, Any]],
     now: datetime,
 ) -> list[dict[str, Any]]:
-    """The job's Events: one for the last transition of each True condition, named for its
-    type and time, plus the earlier ones still observed; none older than MAX_AGE_SECONDS, at
-    most MAX_EVENTS. The same request always yields the same Events, so a job at rest causes
-    no write."""
+    """The job's Events: one for the last transition of each True condition, and the earlier
+    ones still observed; none older than MAX_AGE_SECONDS, at most MAX_EVENTS. The same request
+    always yields the same Events, so a job at rest causes no write."""
     current = _transitions(parent, conds)
     wanted = {e["metadata"]["name"]: e for e in current}
     for event in observed:
@@ -49,10 +48,9 @@ def expiry_in(story: list[dict[str, Any]], now: datetime) -> int:
 
 
 def _collapsed(timeline: list[dict[str, Any]], current: set[str]) -> list[dict[str, Any]]:
-    """One Event for a run of the same reason: the status's own if it is in the run, else the
-    newest. A condition becomes True again only after another one changed, so a repeat with
-    nothing between is the same transition stamped twice (a sync that saw the job's status
-    from before the last write)."""
+    """One Event for a run of the same reason (the status's own if in the run, else the newest):
+    a repeat with nothing between is one transition stamped twice by a sync that saw the status
+    from before the last write."""
     out: list[dict[str, Any]] = []
     for event in timeline:
         if not out or out[-1]["reason"] != event["reason"]:

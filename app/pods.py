@@ -38,10 +38,8 @@ class Attempt:
 
 
 def count(value: Any) -> int | None:
-    """A non-negative integer written as a number or a string of ASCII digits, else None.
-
-    `str.isdigit` alone is true for "²", "①" or "٣", which `int` refuses or reads as a
-    number nobody wrote: only what the hook itself writes counts, anything else is malformed."""
+    """A non-negative integer written as a number or a string of ASCII digits, else None:
+    `str.isdigit` alone also takes "²" or "٣", which nobody here wrote."""
     if type(value) is str and value in _DECIMALS:
         return _DECIMALS[value]
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
@@ -116,11 +114,8 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
 
 def attempt_of(name: str, job: str, rtype: ReplicaType, index: int) -> int | None:
     """The attempt a pod's name says it is, if it is one of this replica index's pod names.
-
-    The name cannot change once the pod exists; the attempt label can (`kubectl label
-    --overwrite`), so it is written for people and selectors but never read back: a label
-    edited on a running pod must not make the hook ask for another attempt and drop this one.
-    A pod whose name is none of the replica's is not one of its attempts."""
+    The name cannot change; the attempt label can (`kubectl label --overwrite`), so it is
+    written for people and selectors but never read back."""
     base = names.child_name(job, rtype, index)
     if name == base:
         return 0

@@ -48,10 +48,9 @@ def render_report(
     expand: bool = False,
     child_types: tuple[str, ...] = CHILD_TYPES,
 ) -> Rendered:
-    """Each MXJob in `text` with the status the hook gives it, then its children, under a
-    CompositeController that declares `child_types`, and each job whose spec the hook refuses
-    (so a CLI can fail). With `expand`, each pod's containers show the environment their
-    processes would start with (ConfigMap references resolved, `$(VAR)` expanded)."""
+    """Each MXJob in `text` with the status the hook gives it and its children, under a
+    CompositeController that declares `child_types`, and the jobs the hook refuses; with
+    `expand`, each container's environment as its process starts with it."""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:

@@ -51,9 +51,7 @@ FIELD_BYTES = 6
 OBJECT_FIELD_BYTES = 7
 ENTRY_BYTES = 11
 # The fields that key the entries of a pod spec's keyed lists (containers, env, ports, volumes,
-# volumeMounts, volumeDevices, hostAliases, topologySpreadConstraints, imagePullSecrets,
-# resourceClaims, schedulingGates): the union is taken for every list, which only
-# over-counts (a volumeMount's name is no part of its key).
+# ...): one union for every list, which only over-counts.
 _KEY_FIELDS = frozenset(
     {"name", "containerPort", "port", "protocol", "mountPath", "devicePath", "ip",
      "topologyKey", "whenUnsatisfiable"}
@@ -253,9 +251,8 @@ def _mx_config_copies(
     cluster: tuple[int, int, int, int], labels: str, rtype: ReplicaType, replicas: int
 ) -> Copies:
     """`_copies` of the longest MX_CONFIG text of a pod of `rtype` in the inline layout: its
-    `cluster` from the counts (`cluster_text_counts`: in the pod's JSON and its
-    last-applied copy a letter costs 2 bytes, a `"` 6), the rest (`labels` as written)
-    written out."""
+    `cluster` from the counts (in the pod's JSON and its last-applied copy a letter costs 2
+    bytes, a `"` 6), the rest written out."""
     length, quotes, brackets, commas = cluster
     before, after = mx_config_around_index("", labels, rtype.lowered)
     rest = before + str(max(replicas - 1, 0)) + after
@@ -275,12 +272,9 @@ def _containers(template: dict[str, Any]) -> int:
     return len((template.get("spec") or {}).get("containers") or [])
 
 
-# The estimates of the templates seen last, by the name's length and the template's JSON: a
-# job is validated at every sync and its templates rarely change
-# (docs/performance.md#the-size-rules-memos).
-# A bounded dict, not functools.lru_cache: the key is made from the arguments (a template is
-# not hashable) and a key over _ESTIMATES_KEY_MOST bytes is not kept. A hit returns what the
-# walk would, so the functions stay pure.
+# The estimates of the templates seen last (docs/performance.md#the-size-rules-memos). A bounded
+# dict, not functools.lru_cache: the key is made from the arguments (a template is not hashable)
+# and one over _ESTIMATES_KEY_MOST bytes is not kept. A hit is what the walk returns: pure.
 _ESTIMATES: dict[tuple[int, bytes], tuple[int, int]] = {}
 _ESTIMATES_MOST = 128
 _ESTIMATES_KEY_MOST = 64 * 1024

@@ -49,10 +49,9 @@ class Previous:
 
 
 def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous:
-    """The previous status. Earlier versions failed a job for good when an edit broke its spec
-    (Failed with MXJobInvalidSpec). For a job that still has children that is not terminal:
-    that condition is dropped, and the job goes on as an edited one. A job invalid from its
-    creation has no children."""
+    """The previous status, read once. An edit that broke the spec of a job that still has
+    children made earlier versions fail it for good (MXJobInvalidSpec): that Failed condition is
+    dropped, and the job goes on as an edited one (docs/behaviour.md#validation)."""
     status = status or {}
     conds = c.well_formed(status.get("conditions"))
     failed = c.find(conds, c.FAILED)
@@ -237,10 +236,9 @@ def of_valid_job(
 def of_invalid_job(
     name: str, problem: str, previous: Previous, has_children: bool, now: datetime
 ) -> dict[str, Any]:
-    """The status of a job whose spec is invalid. A job the hook never accepted fails for
-    good. A job that has children, or was accepted before (suspended, say), was broken by an
-    edit: the InvalidSpec condition says what is wrong, and the next sync with a valid spec
-    carries on from the status the job had."""
+    """The status of a job whose spec is invalid: a job never accepted fails for good; one an
+    edit broke (it has children, or was Created) gets InvalidSpec, and the next valid sync
+    carries on from its status (docs/behaviour.md#validation)."""
     conds = previous.conditions
     message = f"MXJob {name} has an invalid spec: {problem}."
     counts: Counts = {}

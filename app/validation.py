@@ -33,11 +33,9 @@ def validated_spec(
     layout: Layout = Layout.CONFIG_MAP,
     fresh: Layout | None = None,
 ) -> MXJobSpec:
-    """Return the defaulted, validated spec, or raise SpecError naming every broken rule, each
-    field where the user wrote it (a run-policy field in its legacy placement under `spec`).
-    For the size rule, `layout` is the one the job's sync requests carry (`observed.layout`),
-    and `fresh` the one of pods all made anew (no observed pod): a suspended job's pods go,
-    and it resumes in that one, so it is judged in it."""
+    """The defaulted, validated spec, or SpecError naming every broken rule where the user wrote
+    it. The size rule judges `layout`, the one the job's requests carry (`observed.layout`), or
+    for a suspended job `fresh`, the one its pods are made anew in when it resumes."""
     try:
         return _validated_spec(job_name, raw_spec, layout, fresh or layout)
     except SpecError as err:
