@@ -1,4 +1,4 @@
-"""The CRD's CEL forms of the size rule (app/validation.py), each counted from below so that the
+"""The CRD's CEL forms of the size rule (app/sizerule.py), each counted from below so that the
 CRD refuses only jobs the hook refuses too: `rule()` a lower bound of the longest MX_CONFIG,
 `sync_rule()` one of the sync request, the hook's estimate without the templates' bytes
 (which CEL cannot measure) and without the ConfigMap.

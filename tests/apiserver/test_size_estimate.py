@@ -1,4 +1,4 @@
-"""The size rule's estimate of a replica (app/validation.py, `replica_sync_bytes`) against what
+"""The size rule's estimate of a replica (app/sizerule.py, `replica_sync_bytes`) against what
 the real Metacontroller sends for it, under its default apply strategy and as shipped
 (server-side apply): a small job of each template shape runs on the real API server, and a
 running replica's pod and Service, as the API server returns them with managedFields (what

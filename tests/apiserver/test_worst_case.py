@@ -1,4 +1,4 @@
-"""The largest jobs validation admits (the size rule, app/validation.py), synced once every
+"""The largest jobs validation admits (the size rule, app/sizerule.py), synced once every
 child exists: the real API server admits each through the CRD, its children are what the API
 server and Metacontroller make of them (tests/apiserver/worst_case.py), and the whole sync
 request goes through the real hook (`python -m app serve`, default settings) within its body
