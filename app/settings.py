@@ -8,8 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
+from app.parsecost import MiB
+
 PREFIX = "MXJOB_"
-MiB = 1024 * 1024
 
 
 class Settings(BaseModel):
