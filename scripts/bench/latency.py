@@ -244,13 +244,38 @@ def breakdown(
     return Breakdown(condition, done - t0, parts, watched, requests_after, trace)
 
 
-def wait_quiet(stack: Stack, namespace: str, job: str, deadline: float) -> None:
-    """Until the hook has answered no sync of the job for QUIET seconds."""
-    count, since = -1, time.monotonic()
+class Requests:
+    """How many requests Metacontroller made in a namespace, read from the audit log as it
+    grows."""
+
+    def __init__(self, log: Path, namespace: str) -> None:
+        self.log, self.namespace = log, namespace
+        self.offset, self.count = log.stat().st_size, 0
+
+    def __call__(self) -> int:
+        with self.log.open("rb") as lines:
+            lines.seek(self.offset)
+            for line in lines:
+                if not line.endswith(b"\n"):
+                    break
+                self.offset += len(line)
+                event = json.loads(line)
+                ours = event.get("userAgent", "").startswith("metacontroller")
+                self.count += ours and (event.get("objectRef") or {}).get("namespace") == (
+                    self.namespace
+                )
+        return self.count
+
+
+def wait_quiet(stack: Stack, namespace: str, job: str, requests: Requests, deadline: float) -> None:
+    """Until the hook has answered no sync of the job, and Metacontroller made no request in
+    its namespace, for QUIET seconds (a sync that creates children goes on long after the
+    hook answered it)."""
+    seen, since = (-1, -1), time.monotonic()
     while time.monotonic() < deadline:
-        now = len(hook_syncs(stack.hook.log, namespace, job))
-        if now != count:
-            count, since = now, time.monotonic()
+        now = (len(hook_syncs(stack.hook.log, namespace, job)), requests())
+        if now != seen:
+            seen, since = now, time.monotonic()
         elif time.monotonic() - since >= QUIET:
             return
         time.sleep(0.2)
@@ -275,24 +300,24 @@ def one_job(
     job["metadata"]["namespace"] = namespace
     name = job["metadata"]["name"]
     offset = audit_log.stat().st_size
+    requests = Requests(audit_log, namespace)
     marked: dict[str, tuple[float, float]] = {}
     with watching(kube, namespace, scenario) as seen:
         deadline = seen.start + scenario.timeout
         stack.apiserver.kubectl("apply", "-f", "-", input=yaml.safe_dump(job))
         for what in ("pods", "condition"):
             wait_for(seen, what, deadline)
-        # The sync that creates the pods creates the Services too (if the job has them all).
-        wait_quiet(stack, namespace, name, deadline)
+        wait_quiet(stack, namespace, name, requests, deadline)
         marked["Running"] = (time.time(), time.monotonic())
         mark_pods(kube, namespace)
         seen.mark("marked")
         wait_for(seen, "running", deadline)
-        wait_quiet(stack, namespace, name, deadline)
+        wait_quiet(stack, namespace, name, requests, deadline)
         marked["Succeeded"] = (time.time(), time.monotonic())
         mark_pods(kube, namespace, exited=True)
         seen.mark("exited")
         wait_for(seen, "succeeded", deadline)
-        wait_quiet(stack, namespace, name, deadline)
+        wait_quiet(stack, namespace, name, requests, deadline)
     pod = scheduler_pod(kube, namespace)
     events = audit_events(audit_log, offset, namespace)
     syncs = hook_syncs(stack.hook.log, namespace, name)
