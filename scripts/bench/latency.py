@@ -161,16 +161,18 @@ def _carries(event: dict[str, Any], condition: str) -> bool:
     )
 
 
-def answered_by(sync: Sync, ours: list[dict[str, Any]]) -> Sync:
-    """The hook logs an answer once it is sent, a few ms late on a busy machine: the answer was
-    in at the latest when Metacontroller made its next request (the duration stays the hook's)."""
-    after = [
-        stamp(e["requestReceivedTimestamp"])
-        for e in ours
-        if stamp(e["requestReceivedTimestamp"]) > sync.received
-    ]
-    shift = max(sync.answered - min(after, default=sync.answered), 0.0)
-    return Sync(sync.received - shift, sync.answered - shift)
+def placed(syncs: list[Sync], reads: list[float]) -> list[Sync]:
+    """Each sync as Metacontroller saw it. Every sync ends with a GET of the job before its
+    status update (`AtomicStatusUpdate`), so the n-th GET follows the n-th answer. The hook
+    logs an answer once it is sent, up to tens of ms late on a busy machine: the answer was in
+    at the latest at its GET (the duration, `perf_counter`'s, stays the hook's)."""
+    if len(reads) != len(syncs):
+        raise ValueError(f"{len(syncs)} hook answers but {len(reads)} GETs of the job")
+    out = []
+    for sync, read in zip(syncs, reads, strict=True):
+        shift = max(sync.answered - read, 0.0)
+        out.append(Sync(sync.received - shift, sync.answered - shift))
+    return out
 
 
 def breakdown(
@@ -198,9 +200,15 @@ def breakdown(
         and stamp(e["requestReceivedTimestamp"]) >= t0
     )  # fmt: skip
     received, done = stamp(status["requestReceivedTimestamp"]), stamp(status["stageTimestamp"])
-    index = max(i for i, s in enumerate(syncs) if s.answered <= received)
     ours = [e for e in events if e["userAgent"].startswith("metacontroller")]
-    deciding = answered_by(syncs[index], ours)
+    reads = sorted(
+        stamp(e["requestReceivedTimestamp"])
+        for e in ours
+        if _is(e, "mxjobs", None, job) and e["verb"] == "get"
+    )
+    syncs = placed(syncs, reads)
+    index = max(i for i, r in enumerate(reads) if r <= received)
+    deciding, read = syncs[index], reads[index]
     busy_until = t0
     if index > 0:
         earlier = syncs[index - 1]
@@ -216,12 +224,6 @@ def breakdown(
     window = [
         e for e in ours if deciding.answered <= stamp(e["requestReceivedTimestamp"]) < received
     ]
-    reads = [
-        stamp(e["requestReceivedTimestamp"])
-        for e in window
-        if _is(e, "mxjobs", None, job) and e["verb"] == "get"
-    ]
-    read = reads[-1] if reads else received
     parts = {
         "earlier sync": waited,
         "to the hook": deciding.received - t0 - waited,
