@@ -463,8 +463,9 @@ def main(argv: list[str]) -> int:
             kube.close()
     command = " ".join(["python -m scripts.bench.latency", *argv])
     seconds = time.monotonic() - started
-    print(f"\n`make bench-latency` (`{command}`) in {seconds:,.0f} s; load average at the start "
-          f"{' '.join(load)}\n")  # fmt: skip
+    end = Path("/proc/loadavg").read_text().split()[:3]
+    print(f"\n`make bench-latency` (`{command}`) in {seconds:,.0f} s; load average (1, 5, 15 "
+          f"min) at the start {' '.join(load)}, at the end {' '.join(end)}\n")  # fmt: skip
     print("\n".join(machine("Metacontroller, the hook, etcd, kube-apiserver and the bench")))
     print()
     print("\n".join(table(header(args.trace), rows)))
