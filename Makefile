@@ -76,7 +76,7 @@ soak: $(VENV)/.dev
 # (httptools, uvloop) and on h11 (asyncio); rewrites docs/performance.md and its plots, which
 # says how long a run takes (BENCH_ARGS=--quick for a smoke run, --help for the rest).
 BENCH_ARGS ?=
-.PHONY: bench bench-e2e bench-steady
+.PHONY: bench bench-e2e bench-steady bench-latency
 $(VENV)/.bench: requirements.txt requirements-bench.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-bench.txt
 	touch $@
@@ -107,3 +107,9 @@ bench-e2e: $(VENV)/.dev
 # under each apply strategy (prints a table; BENCH_ARGS=--pprof 25 adds Metacontroller's profile).
 bench-steady: $(VENV)/.dev
 	$(BIN)/python -m scripts.bench.steady $(BENCH_ARGS)
+
+# From the deciding pod change to the MXJob status write, in parts (the work queue, the hook,
+# Metacontroller's apply, the status write), typical and 1/100/1000 (prints a table; about 6
+# minutes; BENCH_ARGS="--scenarios small --repeat 1" for a smoke run, --help for the rest).
+bench-latency: $(VENV)/.dev
+	$(BIN)/python -m scripts.bench.latency $(BENCH_ARGS)
