@@ -33,8 +33,7 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, release_0_1_0_flags, shipped_flags
 from localcluster.waiting import wait_for
-
-from .scenario import Job, content, manifest, run_job
+from tests.support.scenario import Job, content, manifest, run_job
 
 DYNAMIC = release_0_1_0_flags()  # Metacontroller's default apply strategy
 SETTLED = 3  # syncs of the job answered after a (re)start before its children are compared

@@ -18,9 +18,10 @@ import pytest
 from app import builders, kubeenv
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support import REPO
+from tests.support.scenario import State, apply, apply_job, expected_children, manifest
 
 from .conftest import RealStack
-from .scenario import REPO, State, apply, apply_job, expected_children, manifest
 
 EXAMPLE = "examples/dist-cpu.yaml"
 RELEASED = json.loads((REPO / "tests" / "fixtures" / "env-0.1.0.json").read_text())

@@ -40,8 +40,8 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import shipped_flags
 from localcluster.waiting import wait_for
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
 EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)

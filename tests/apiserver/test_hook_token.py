@@ -36,9 +36,8 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-
-from .documented import authorization
-from .scenario import CREATED, State, apply_job, expected_children, manifest, pods
+from tests.support.documented import authorization
+from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 TOKEN = "s3cr3t-hook-token-0123456789abcdef"
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)

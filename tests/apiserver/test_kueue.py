@@ -26,10 +26,10 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-from tests.kustomize import hook_objects
-
-from .controllers import AGGREGATION, kube_controllers
-from .scenario import REPO, Job, apply_job, manifest
+from tests.support import REPO
+from tests.support.controllers import AGGREGATION, kube_controllers
+from tests.support.kustomize import hook_objects
+from tests.support.scenario import Job, apply_job, manifest
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -43,8 +43,16 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, leader_election_flags, shipped_flags
 from localcluster.waiting import wait_for
-
-from .scenario import CREATED, RUNNING, Job, State, apply_job, expected_children, manifest, pods
+from tests.support.scenario import (
+    CREATED,
+    RUNNING,
+    Job,
+    State,
+    apply_job,
+    expected_children,
+    manifest,
+    pods,
+)
 
 WORKERS = 100  # 103 pods, 103 Services and a ConfigMap: creation takes seconds
 LEASE = "metacontroller"  # --leader-election-id, in --leader-election-namespace

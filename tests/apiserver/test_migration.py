@@ -43,12 +43,11 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support import REPO
+from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
+from tests.support.documented import shell_block
+from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
-from .controllers import GARBAGE_COLLECTOR, kube_controllers
-from .documented import shell_block
-from .scenario import CREATED, State, apply_job, expected_children, manifest, pods
-
-REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
 OLD_CRD = REPO / "tests" / "fixtures" / "training-operator" / "kubeflow.org_mxjobs.yaml"
 NAMESPACE = "legacy"

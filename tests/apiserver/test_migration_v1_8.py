@@ -42,13 +42,13 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, shipped_flags
 from localcluster.waiting import wait_for
+from tests.support import REPO
+from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
+from tests.support.documented import shell_block
+from tests.support.resources import CONTROLLER_UID
 
 from . import training_operator as to
-from .controllers import GARBAGE_COLLECTOR, kube_controllers
-from .documented import shell_block
-from .resources import CONTROLLER_UID
 
-REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
 LEGACY = "legacy"
 IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it here

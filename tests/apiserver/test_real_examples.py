@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from localcluster.rest import Rest
+from tests.support import REPO
+from tests.support.scenario import State, apply_job, expected_children, manifest
 
 from .conftest import RealStack
-from .scenario import REPO, State, apply_job, expected_children, manifest
 
 MANIFESTS = [
     *sorted((REPO / "examples").glob("*.yaml")),

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from app.reconcile import sync
-from tests.golden_cases import CASES, paths, times
+from tests.support.golden_cases import CASES, paths, times
 
 NOW = times()
 

@@ -19,8 +19,8 @@ from app import web
 from app.auth import BearerToken
 from app.reconcile import sync
 from app.settings import Settings, from_env
-from tests import support as s
-from tests.hardening import AsgiClient, asgi_client, self_signed, serving
+from tests.support import jobs as s
+from tests.support.servers import AsgiClient, asgi_client, self_signed, serving
 
 TOKEN = "s3cr3t-token-for-tests"
 NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))

@@ -20,8 +20,8 @@ from app.gang import VOLCANO
 from app.reconcile import sync
 from app.settings import Settings
 from app.validation import validated_spec
-from tests import support as s
-from tests.hardening import AsgiClient, asgi_client
+from tests.support import jobs as s
+from tests.support.servers import AsgiClient, asgi_client
 
 NOW = s.NOW
 CLOCK = {"frozen_clock": NOW}

@@ -11,7 +11,7 @@ from schemathesis.checks import negative_data_rejection
 
 from app import web
 from app.settings import Settings
-from tests import support as s
+from tests.support import jobs as s
 
 APP = web.create_app(Settings(frozen_clock=s.NOW))
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)

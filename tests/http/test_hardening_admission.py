@@ -22,7 +22,7 @@ from app import metrics, web
 from app.jsonlog import JsonFormatter
 from app.reconcile import sync_result
 from app.settings import Settings
-from tests import support as s
+from tests.support import jobs as s
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
 # Small, but a job of more than web.INLINE_REPLICAS replicas: answered in the worker thread.

@@ -19,8 +19,9 @@ import pytest
 import yaml
 
 from app import envelope
-from tests import support as s
-from tests.hardening import ROOT, Server, closed_by_peer, start, wait_for
+from tests.support import REPO
+from tests.support import jobs as s
+from tests.support.servers import Server, closed_by_peer, start, wait_for
 
 MiB = 1024 * 1024
 LIMIT_KIB = 512 * 1024  # the promise: the hook stays within 512 MiB of RSS
@@ -90,7 +91,7 @@ def crashing_hook(**env: str) -> Iterator[Server]:
     """The real server whose core has a bug for the job named "crash"."""
     with tempfile.TemporaryDirectory() as folder:
         (Path(folder) / "sitecustomize.py").write_text(CRASHING_CORE)
-        with hook(PYTHONPATH=os.pathsep.join([folder, str(ROOT)]), **env) as server:
+        with hook(PYTHONPATH=os.pathsep.join([folder, str(REPO)]), **env) as server:
             yield server
 
 
@@ -112,7 +113,7 @@ def test_error_answers_to_large_requests_free_their_memory() -> None:
     """A 422 and a 500 (a bug in the core) for a 12 MiB request, three times each: memory
     goes back to where a 200 for the same size left it. Raising those errors across the
     worker thread kept each request until a late collection: three 422s to it left 38-49
-    MiB more resident. (tests/test_hardening_admission.py holds this exactly, in-process,
+    MiB more resident. (tests/http/test_hardening_admission.py holds this exactly, in-process,
     with the collector off.)"""
     ok, refused, crashed = running(500), running(500, kind="TFJob"), renamed(running(500), "crash")
     with crashing_hook() as server:
@@ -367,7 +368,7 @@ def big_upload(server: Server, body: bytes) -> int:
 def readiness_probe() -> tuple[float, int]:
     """The Deployment's readiness probe: its timeout (Kubernetes' default, 1 s, when unset) and
     how many probes in a row must fail before the pod is unready (default 3)."""
-    deployment = yaml.safe_load((ROOT / "manifests" / "base" / "deployment.yaml").read_text())
+    deployment = yaml.safe_load((REPO / "manifests" / "base" / "deployment.yaml").read_text())
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     probe = container["readinessProbe"]
     return float(probe.get("timeoutSeconds", 1)), int(probe.get("failureThreshold", 3))

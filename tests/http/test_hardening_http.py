@@ -17,8 +17,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app import server, settings
-from tests import support as s
-from tests.hardening import Server, closed_by_peer, start
+from tests.support import jobs as s
+from tests.support.servers import Server, closed_by_peer, start
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
 HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: hook\r\n\r\n"
@@ -103,7 +103,7 @@ def test_a_request_head_is_bounded_at_16_kib(
     hook: Server, stack: str, head: bytes, piece: int | None, status: int
 ) -> None:
     """The hook's own bound, on httptools. (h11 bounds only an incomplete head: one of 17 KiB
-    that arrives whole is read; tests/test_hardening_connections.py holds what they share.)"""
+    that arrives whole is read; tests/http/test_hardening_connections.py holds what they share.)"""
     if stack == "h11" and status == 400:
         pytest.skip("h11 reads a head of any size that arrives whole")
     with hook.connect() as sock, sock.makefile("rb") as answers:

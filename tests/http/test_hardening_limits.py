@@ -15,9 +15,9 @@ import pytest
 from app import parsecost, web
 from app.jsonlog import CURRENT_JOB, JsonFormatter
 from app.settings import Settings
-from tests import json_shapes
-from tests import support as s
-from tests.hardening import asgi_client
+from tests.support import jobs as s
+from tests.support import json_shapes
+from tests.support.servers import asgi_client
 
 NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
 

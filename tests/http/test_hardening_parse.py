@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from app import parsecost
-from tests import json_shapes
-from tests.hardening import Server, start
+from tests.support import json_shapes
+from tests.support.servers import Server, start
 
 pytestmark = pytest.mark.slow
 

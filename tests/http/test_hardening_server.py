@@ -20,8 +20,9 @@ import pytest
 from app.reconcile import sync
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
-from tests import support as s
-from tests.hardening import ROOT, Server, start
+from tests.support import REPO
+from tests.support import jobs as s
+from tests.support.servers import Server, start
 
 CLOCK = {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
 
@@ -126,9 +127,9 @@ sys.meta_path.insert(0, _Missing())
 @pytest.mark.parametrize("package", ["httptools", "uvloop"])
 def test_serve_stops_at_once_naming_a_missing_http_package(package: str, tmp_path: Path) -> None:
     (tmp_path / "sitecustomize.py").write_text(BLOCK_IMPORT.format(package=package))
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
     done = subprocess.run(
-        hook_command(free_port()), cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+        hook_command(free_port()), cwd=REPO, env=env, capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]

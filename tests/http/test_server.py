@@ -12,8 +12,8 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.server import GC_THRESHOLD, TICK_SECONDS, QuietServer
-from tests.golden_cases import CASES, paths, times
-from tests.hardening import serving
+from tests.support.golden_cases import CASES, paths, times
+from tests.support.servers import serving
 
 NOW = times()
 

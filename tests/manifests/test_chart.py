@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 from app import __version__
-from tests.kustomize import documents, with_components
+from tests.support import REPO
+from tests.support.kustomize import documents, with_components
 
 # Each case renders the chart with the real helm: about a second each.
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "charts" / "mxjob-controller"
 # What Helm adds to the manifests' objects, and nothing else.
 HELM_LABELS = {

@@ -9,9 +9,9 @@ import yaml
 
 from app.defaults import SpecError
 from app.validation import MAX_REPLICAS, validated_spec
-from tests.crd_admission import CRD_FILE, NOT_CHECKED, admission_errors, rules
+from tests.support import REPO
+from tests.support.crd_admission import CRD_FILE, NOT_CHECKED, admission_errors, rules
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 LEGACY = sorted((REPO / "tests" / "fixtures" / "legacy").glob("*.yaml"))
 UNCHECKED = f": {NOT_CHECKED}"

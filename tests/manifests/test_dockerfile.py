@@ -14,8 +14,8 @@ import yaml
 
 from app import __main__ as cli
 from app import server
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 DOCKERFILE = REPO / "Dockerfile"
 SERVE_ON_ALL_INTERFACES = ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"]
 

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from tests.kustomize import kubectl
+from tests.support import REPO
+from tests.support.kustomize import kubectl
 
-REPO = Path(__file__).resolve().parents[1]
-NEEDS_SOURCE = ["tests/test_manifests.py", "tests/test_hardening_manifests.py"]
+NEEDS_SOURCE = ["tests/manifests/test_manifests.py", "tests/manifests/test_hardening_manifests.py"]
 
 
 def pytest_without_source(*args: str) -> subprocess.CompletedProcess[str]:
@@ -68,7 +68,7 @@ def test_kustomize_runs_the_kubectl_of_the_binaries_script() -> None:
 
 
 def test_no_test_looks_for_kubectl_on_path() -> None:
-    """tests/kustomize.py's kubectl() is the one way the tests reach kubectl outside a cluster."""
+    """tests/support/kustomize.py's kubectl() is the one way the tests reach kubectl outside a cluster."""
     bare = re.compile(r"""shutil\.which\(["']kubectl["']\)|\[\s*["']kubectl["']\s*,""")
     found = [
         str(path.relative_to(REPO))
@@ -146,7 +146,7 @@ def test_in_a_fresh_clone_with_no_network_the_tests_that_need_metacontroller_fai
     clone = empty_folder_clone(tmp_path)
     done = subprocess.run(
         offline([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-k",
-                 "with-metacontroller and needs-METACONTROLLER_SRC", "tests/test_manifests.py"]),
+                 "with-metacontroller and needs-METACONTROLLER_SRC", "tests/manifests/test_manifests.py"]),
         cwd=clone, env=fresh_env(tmp_path), capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     if FETCHED in done.stderr:  # a machine with a network: no case needs the source then

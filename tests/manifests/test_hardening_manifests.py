@@ -3,15 +3,15 @@ requirement of the locked-down deployment, checked on every overlay's `kubectl k
 
 import re
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.settings import Settings, from_env
-from tests.kustomize import hook_objects
+from tests.support import REPO
+from tests.support.kustomize import hook_objects
 
-OVERLAYS = Path(__file__).parent.parent / "manifests" / "overlays"
+OVERLAYS = REPO / "manifests" / "overlays"
 NAMES = sorted(p.name for p in OVERLAYS.iterdir() if p.is_dir())
 METACONTROLLER_NAMESPACE = "metacontroller"
 # Peak resident memory of the hook answering the largest sync validation admits, measured by
@@ -144,7 +144,7 @@ def test_only_metacontroller_namespace_may_connect(overlay: str) -> None:
 
 
 def test_shutdown_grace_outlasts_a_sync(overlay: str) -> None:
-    """SIGTERM lets the sync in flight finish (tests/test_hardening_server.py); Kubernetes
+    """SIGTERM lets the sync in flight finish (tests/http/test_hardening_server.py); Kubernetes
     must wait at least as long as Metacontroller waits for an answer."""
     grace = _pod(overlay)["spec"].get("terminationGracePeriodSeconds", 30)
     controller = the(overlay, "CompositeController", "composite-controller")

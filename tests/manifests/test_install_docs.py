@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from app import __version__
-from tests.kustomize import documents
+from tests.support import REPO
+from tests.support.kustomize import documents
 
-REPO = Path(__file__).resolve().parents[1]
 DOCS = ["docs/install.md", "README.md", "docs/metrics.md", "docs/katib.md"]
 # The kubeflow overlay's namespace, Kubeflow's, never created by us; kube-system, where
 # kube-state-metrics' own manifests run it (the kube-state-metrics component's ConfigMap).

@@ -6,7 +6,6 @@ import json
 import re
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,11 +13,11 @@ import yaml
 
 from app.reconcile import sync
 from localcluster import buildscript
-from tests import support as s
-from tests.golden_cases import CASES
-from tests.kustomize import documents
+from tests.support import REPO
+from tests.support import jobs as s
+from tests.support.golden_cases import CASES
+from tests.support.kustomize import documents
 
-REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "katib.md"
 SCRIPT = REPO / "scripts" / "katib-conditions.sh"
 # Katib v0.17.0 and v0.18.0, pkg/apis/controller/experiments/v1beta1/constants.go.

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from app import __version__
-from tests.kustomize import (
+from tests.support import REPO
+from tests.support.kustomize import (
     MissingMetacontrollerSource,
     documents,
     hook_objects,
@@ -22,7 +23,6 @@ from tests.kustomize import (
     with_components,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
 KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
 # The oldest release the install supports: CEL rules with `reason` and `fieldPath` came in 1.28.

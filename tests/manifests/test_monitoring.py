@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from app import metrics
-from tests.kustomize import documents
-from tests.test_manifests import HOOK_LABELS, build
+from tests.manifests.test_manifests import HOOK_LABELS, build
+from tests.support import REPO
+from tests.support.kustomize import documents
 
-REPO = Path(__file__).resolve().parents[1]
 COMPONENT = REPO / "manifests" / "components" / "monitoring"
 RULE = COMPONENT / "prometheusrule.yaml"
 DASHBOARD = COMPONENT / "dashboard.json"

@@ -20,11 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from app import __version__
 from localcluster.ports import free_port
 from scripts.release_check import as_tuple, unreleased
-from tests.hardening import serving
-from tests.kustomize import documents
-from tests.test_manifests import IMAGE, LAYOUT, build
+from tests.manifests.test_manifests import IMAGE, LAYOUT, build
+from tests.support import REPO
+from tests.support.kustomize import documents
+from tests.support.servers import serving
 
-REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / ".github" / "workflows" / "ci.yaml"
 # sha256 of the Apache License 2.0 as apache.org publishes it (LICENSE-2.0.txt, 201 lines,
 # without its leading blank line), appendix included.

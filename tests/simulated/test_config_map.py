@@ -9,9 +9,9 @@ from typing import Any
 
 from app import builders, kubeenv, reconcile
 from app.reconcile import sync
-from tests import support as s
-from tests.golden_cases import released_0_1_0
-from tests.simcluster import SimCluster
+from tests.support import jobs as s
+from tests.support.golden_cases import released_0_1_0
+from tests.support.simcluster import SimCluster
 
 BEFORE = ("Pod.v1", "Service.v1")
 AFTER = ("ConfigMap.v1", "Pod.v1", "Service.v1")

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from app.reconcile import sync
-from tests import support as s
-from tests.simcluster import SimCluster
+from tests.support import jobs as s
+from tests.support.simcluster import SimCluster
 
 Action = Callable[[SimCluster], Any]
 # (what happens before the sync, seconds that pass, True conditions by reason, pods by phase)

@@ -8,7 +8,8 @@ letter case as the CRD's other rules find it. Per type of n replicas it counts w
 writes (`"t":[...]`, n entries `{"port":P,"url":"<name>-t-<i>"}`, their commas and index
 digits; P's digits exactly for the default port, as 1 for a declared one), and for the whole only
 the braces, keys and the shortest `task`; the labels and the commas between types are left
-out, some tens of bytes below the hook's exact count. `python -m tests.cel_size_rule` prints it."""
+out, some tens of bytes below the hook's exact count. `python -m tests.support.cel_size_rule`
+prints it."""
 
 from app.spec import ORDER, ReplicaType
 from app.validation import (

@@ -9,7 +9,6 @@ field, an unknown field); it then reports that some rules were not checked.
 
 import functools
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import celpy
@@ -17,7 +16,9 @@ import jsonschema
 import yaml
 from celpy.adapter import json_to_cel
 
-CRD_FILE = Path(__file__).resolve().parents[1] / "manifests" / "base" / "crd.yaml"
+from tests.support import REPO
+
+CRD_FILE = REPO / "manifests" / "base" / "crd.yaml"
 NOT_CHECKED = (
     "some validation rules were not checked because the object was invalid; "
     "correct the existing errors to complete validation"

@@ -7,7 +7,8 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
+
 SECURITY = REPO / "docs" / "security.md"
 
 

@@ -1,6 +1,6 @@
 """The golden sync requests: a job's life as Metacontroller would show it to the hook.
 
-`python -m tests.golden_cases` rewrites tests/golden/*.json from these cases; review the diff,
+`python -m tests.support.golden_cases` rewrites tests/golden/*.json from these cases; review the diff,
 since the response files are the hook's expected answers."""
 
 import copy
@@ -13,9 +13,10 @@ from typing import Any
 
 from app import envelope
 from app.reconcile import sync
-from tests import support as s
+from tests.support import REPO
+from tests.support import jobs as s
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = REPO / "tests" / "golden"
 Case = tuple[dict[str, Any], datetime]
 CASES: dict[str, Callable[[], Case]] = {}
 

@@ -5,8 +5,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from localcluster import buildscript
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "go-tools.sh"
 
 

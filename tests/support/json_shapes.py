@@ -6,7 +6,7 @@ from collections.abc import Callable
 import orjson
 
 from app import parsecost
-from tests import support as s
+from tests.support import jobs as s
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
 

@@ -25,8 +25,8 @@ import yaml
 
 from localcluster.apiserver import ClusterError, obtain_kubectl
 from localcluster.realstack import metacontroller_source
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 OVERLAYS = REPO / "manifests" / "overlays"
 METACONTROLLER_RELEASE = (
     "https://github.com/metacontroller/metacontroller//manifests/production?ref=v4.17.2"

@@ -3,7 +3,6 @@ Metacontroller and the hook made of it, and wait until it reaches a state."""
 
 import copy
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -12,10 +11,9 @@ from localcluster.apiserver import ApiServer
 from localcluster.kubelet import Kubelet
 from localcluster.rest import Rest
 from localcluster.waiting import WAIT, wait_for
+from tests.support import REPO
+from tests.support.resources import CONTROLLER_UID
 
-from .resources import CONTROLLER_UID
-
-REPO = Path(__file__).resolve().parents[2]
 # Where a job's children can be: the CompositeController's child types, and ConfigMaps, which
 # the contract allows for (one per job, carrying MX_CONFIG).
 CHILD_LISTS = {

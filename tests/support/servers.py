@@ -27,8 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
-
-ROOT = Path(__file__).parent.parent
+from tests.support import REPO
 
 
 @dataclass
@@ -138,7 +137,7 @@ def start(env: dict[str, str], log: IO[bytes], scheme: str = "http", verify: Any
     port = free_port()
     proc = subprocess.Popen(
         hook_command(port),
-        cwd=ROOT,
+        cwd=REPO,
         env=os.environ | env,
         stdout=subprocess.DEVNULL,
         stderr=log,

@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.reconcile import sync
-from tests import support as s
+from tests.support import jobs as s
 
 
 @dataclass

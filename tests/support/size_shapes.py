@@ -1,15 +1,15 @@
-"""Pod templates of many shapes for the size rule's tests (tests/test_size_rule.py, and
+"""Pod templates of many shapes for the size rule's tests (tests/unit/test_size_rule.py, and
 tests/apiserver/test_size_estimate.py and test_worst_case.py on the real API server): the
 smallest, one large value, and many small list entries or map keys, the costliest per byte;
 train jobs of those templates, and the most replicas the rule admits for each (LARGEST, which
-tests/test_size_rule.py checks and test_worst_case.py syncs)."""
+tests/unit/test_size_rule.py checks and test_worst_case.py syncs)."""
 
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests import support as s
+from tests.support import jobs as s
 
 Shape = Callable[[dict[str, Any]], None]
 MakeSpec = Callable[[int], dict[str, Any]]
@@ -36,7 +36,7 @@ def _args(container: dict[str, Any]) -> None:
 
 
 def template(shape: str) -> dict[str, Any]:
-    """The smallest template (tests/support.py's), with `shape`'s additions."""
+    """The smallest template (tests/support/jobs.py's), with `shape`'s additions."""
     made: dict[str, Any] = s.replica()["template"]
     container = made["spec"]["containers"][0]
     if shape in ADDED:

@@ -1,4 +1,4 @@
-"""How the API server words the admission errors that tests/test_crd.py's tables expect.
+"""How the API server words the admission errors that tests/manifests/test_crd.py's tables expect.
 
 Those tables give each error as `path: message`, in the words of `jsonschema` (schema keywords)
 and of the CRD itself (CEL rules, whose `message` the API server prints unchanged). The API
@@ -16,7 +16,7 @@ import ast
 import functools
 import re
 
-from tests.crd_admission import NOT_CHECKED, openapi_schema, rules
+from tests.support.crd_admission import NOT_CHECKED, openapi_schema, rules
 
 LABEL_VALUE_LENGTH = 63
 

@@ -16,10 +16,9 @@ from app import envelope
 from app.builders import Layout
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
-from tests import support as s
-from tests.golden_cases import released_0_1_0
-
-from .resources import as_written, kind_key
+from tests.support import jobs as s
+from tests.support.golden_cases import released_0_1_0
+from tests.support.resources import as_written, kind_key
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ strategies (tests/apiserver/test_real_disturbances.py)."""
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,10 +18,11 @@ from hypothesis import strategies as st
 
 from app.applied import applied_configuration
 from app.reconcile import sync
-from tests import support as s
-from tests.apiserver.resources import as_written
+from tests.support import REPO
+from tests.support import jobs as s
+from tests.support.resources import as_written
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "ssa-children.json").read_text())
+FIXTURE = json.loads((REPO / "tests" / "fixtures" / "ssa-children.json").read_text())
 PARENT = FIXTURE["parent"]
 UID = PARENT["metadata"]["uid"]
 CHILDREN = [(kind, child) for kind, group in FIXTURE["children"].items() for child in group]

@@ -1,7 +1,6 @@
 """Contract section 3: names, labels, ports, restart policy and environment of children."""
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +11,9 @@ from app.reconcile import sync
 from app.render import render
 from app.spec import ReplicaType
 from app.validation import validated_spec
-from tests.golden_cases import CASES
-from tests.support import NOW, container, replica, train_spec
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import REPO
+from tests.support.golden_cases import CASES
+from tests.support.jobs import NOW, container, replica, train_spec
 
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER
 
@@ -248,13 +246,13 @@ def test_tuner_labels_from_annotation_or_legacy_field() -> None:
 
 # What each container's process read before MX_CONFIG's shared parts moved to a ConfigMap,
 # recorded from the previous version's answers: every golden case, example and legacy manifest.
-BEFORE = json.loads((ROOT / "tests" / "fixtures" / "env-before-configmap.json").read_text())
+BEFORE = json.loads((REPO / "tests" / "fixtures" / "env-before-configmap.json").read_text())
 # Every variable each container's process read under release 0.1.0's layout (the ConfigMap's
 # keys `cluster` and `labels` read through configMapKeyRef, every DMLC_* variable in the
 # pod), recorded from that code's answers, sorted by name: the kubelet hands a process its
 # variables in no set order (it gathers them in a map), so the order is not part of what a
 # process reads.
-RELEASED = json.loads((ROOT / "tests" / "fixtures" / "env-0.1.0.json").read_text())
+RELEASED = json.loads((REPO / "tests" / "fixtures" / "env-0.1.0.json").read_text())
 # Cases added since a recording: the same job and phases as a recorded one.
 SAME_AS = {
     "golden/inline-mx-config-running": "golden/all-running",
@@ -289,13 +287,13 @@ def answers() -> list[Any]:
     ]
     for path in MANIFESTS:
         documents = list(yaml.safe_load_all(render(path.read_text(), NOW)))
-        source = str(path.relative_to(ROOT))
+        source = str(path.relative_to(REPO))
         cases.append(pytest.param(source, documents, id=source))
     return cases
 
 
 MANIFESTS = sorted(
-    [*(ROOT / "examples").glob("*.yaml"), *(ROOT / "tests/fixtures/legacy").glob("*.yaml")]
+    [*(REPO / "examples").glob("*.yaml"), *(REPO / "tests/fixtures/legacy").glob("*.yaml")]
 )
 
 
@@ -311,7 +309,7 @@ def test_processes_read_the_same_environment_as_before(
 
 
 def test_every_recorded_source_is_checked() -> None:
-    checked = {f"golden/{name}" for name in CASES} | {str(p.relative_to(ROOT)) for p in MANIFESTS}
+    checked = {f"golden/{name}" for name in CASES} | {str(p.relative_to(REPO)) for p in MANIFESTS}
     assert set(BEFORE) <= checked
     assert set(RELEASED) <= checked
 

@@ -6,7 +6,7 @@ import pytest
 
 from app.defaults import SpecError, normalise
 from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType, RestartPolicy
-from tests.support import replica
+from tests.support.jobs import replica
 
 TEMPLATE = replica()["template"]
 

@@ -11,10 +11,10 @@ import yaml
 from app.envelope import ObjectMeta
 from app.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, expiry_in, story
 from app.reconcile import sync
-from tests.kustomize import documents
-from tests.support import UID, created, mxjob, request, train_spec
+from tests.support import REPO
+from tests.support.jobs import UID, created, mxjob, request, train_spec
+from tests.support.kustomize import documents
 
-REPO = Path(__file__).resolve().parents[1]
 JOB = ObjectMeta(name="mnist", namespace="default", uid=UID)
 T0 = "2026-11-22T12:00:00Z"
 T1 = "2026-11-22T12:00:10Z"

@@ -7,7 +7,7 @@ import pytest
 
 from app.events import CHILD_TYPE
 from app.reconcile import sync
-from tests import support as s
+from tests.support import jobs as s
 
 CREATED = {"type": "Created", "status": "True", "reason": "MXJobCreated"}
 

@@ -9,7 +9,7 @@ import pytest
 from app import conditions
 from app.reconcile import sync
 from app.status import REASON_INVALID
-from tests import support as s
+from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")
 FAR_FUTURE = "9999-12-31T23:59:59Z"

@@ -10,7 +10,7 @@ from app import names
 from app.builders import RESERVED_ENV
 from app.gang import SCHEDULER_PLUGINS, VOLCANO
 from app.reconcile import sync
-from tests import support as s
+from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")
 OTHER_UID = "0f0f0f0f-0000-4000-8000-000000000000"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.reconcile import sync
-from tests import support as s
+from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")
 INVALID = "MXJobInvalidSpec"

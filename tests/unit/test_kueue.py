@@ -12,9 +12,7 @@ from app import kueue, web
 from app.reconcile import sync
 from app.settings import Settings
 from app.spec import MXJobSpec
-from tests.hardening import asgi_client
-from tests.simcluster import SimCluster
-from tests.support import (
+from tests.support.jobs import (
     NOW,
     after_first,
     created,
@@ -27,9 +25,11 @@ from tests.support import (
     services_of,
     train_spec,
 )
-from tests.support import (
+from tests.support.jobs import (
     replica as replica_spec,
 )
+from tests.support.servers import asgi_client
+from tests.support.simcluster import SimCluster
 
 WL = kueue.WORKLOAD_TYPE
 QUEUE = {kueue.QUEUE_LABEL: "team-a"}

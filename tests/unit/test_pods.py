@@ -10,7 +10,7 @@ from app import names
 from app.pods import attempt_of, count, observe
 from app.reconcile import sync
 from app.spec import ReplicaType
-from tests import support as s
+from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")
 
@@ -138,7 +138,7 @@ def test_a_pod_whose_name_disagrees_with_its_labels_is_not_an_attempt() -> None:
 )
 def test_a_container_status_of_any_name_gives_its_exit_code(name: Any) -> None:
     """A container status's name is read as any JSON value (a list once made the sync a 500,
-    found by tests/test_fuzz.py); only the string `mxnet` is the main container."""
+    found by tests/http/test_fuzz.py); only the string `mxnet` is the main container."""
     request, _ = _running_job()
     pod = copy.deepcopy(_pod(request, "mnist-worker-1"))
     pod["status"] = s.pod_status("Failed", exit_code=137)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.reconcile import sync
-from tests import support as s
+from tests.support import jobs as s
 
 POLICIES = st.sampled_from(["Always", "OnFailure", "Never", "ExitCode"])
 PHASES = st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"])

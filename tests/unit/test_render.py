@@ -9,9 +9,8 @@ import yaml
 
 from app import envelope
 from app.render import RenderError, render
-from tests import support as s
-
-ROOT = Path(__file__).parent.parent
+from tests.support import REPO
+from tests.support import jobs as s
 
 
 def test_render_is_the_sync_answer_as_yaml() -> None:
@@ -88,7 +87,7 @@ def test_render_command(tmp_path: Path) -> None:
     manifest.write_text(yaml.safe_dump(s.mxjob(s.train_spec())))
     done = subprocess.run(
         [sys.executable, "-m", "app", "render", str(manifest)],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,
@@ -106,7 +105,7 @@ def test_render_command(tmp_path: Path) -> None:
     ]
     missing = subprocess.run(
         [sys.executable, "-m", "app", "render", str(tmp_path / "none.yaml")],
-        cwd=ROOT,
+        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,
@@ -119,7 +118,7 @@ def test_render_command(tmp_path: Path) -> None:
 def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "app", *args],
-        cwd=ROOT,
+        cwd=REPO,
         input=stdin,
         capture_output=True,
         text=True,
@@ -147,7 +146,7 @@ def test_render_command_fails_when_any_job_is_invalid() -> None:
 
 
 def test_render_command_passes_every_example() -> None:
-    for example in sorted((ROOT / "examples").glob("*.yaml")):
+    for example in sorted((REPO / "examples").glob("*.yaml")):
         done = _cli("render", str(example))
         assert (example.name, done.returncode, done.stderr) == (example.name, 0, "")
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.reconcile import sync
-from tests import support as s
+from tests.support import jobs as s
 
 Life = tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]], int]
 KILLED = s.pod_status("Failed", exit_code=137)

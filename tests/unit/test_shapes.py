@@ -9,11 +9,11 @@ import yaml
 from app.reconcile import sync
 from app.status import deciders
 from app.validation import validated_spec
-from tests import support as s
+from tests.support import REPO
+from tests.support import jobs as s
 
-ROOT = Path(__file__).parent.parent
-LEGACY = sorted((ROOT / "tests" / "fixtures" / "legacy").glob("*.yaml"))
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+LEGACY = sorted((REPO / "tests" / "fixtures" / "legacy").glob("*.yaml"))
+EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 
 TRAIN = s.train_spec(servers=1, workers=2)
 SINGLE = {"mxReplicaSpecs": {"Worker": s.replica()}}

@@ -14,11 +14,11 @@ from app.defaults import SpecError, normalise
 from app.reconcile import sync
 from app.settings import Settings
 from app.spec import MXJobSpec
-from tests import support as s
-from tests.cel_size_rule import rule, sync_rule
-from tests.crd_admission import CRD_FILE, cel_errors
-from tests.golden_cases import released_0_1_0
-from tests.size_shapes import (
+from tests.support import jobs as s
+from tests.support.cel_size_rule import rule, sync_rule
+from tests.support.crd_admission import CRD_FILE, cel_errors
+from tests.support.golden_cases import released_0_1_0
+from tests.support.size_shapes import (
     BY_BYTES,
     BY_MX_CONFIG,
     BY_PARSE_COST,

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from app.reconcile import sync, sync_result
-from tests import support as s
+from tests.support import jobs as s
 
 BROKEN = {"mxReplicaSpecs": {"Worker": {"replicas": -1, "template": {}}}}
 

@@ -6,7 +6,6 @@ included."""
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,10 +13,10 @@ import yaml
 
 from app import builders, envelope, kubeenv
 from app.render import INLINE_CHILD_TYPES, render
-from tests import support as s
-from tests.golden_cases import released_0_1_0
+from tests.support import REPO
+from tests.support import jobs as s
+from tests.support.golden_cases import released_0_1_0
 
-ROOT = Path(__file__).parent.parent
 # Each is a label as a user writes it; the kubelet would alter every one of them if it were
 # written into an env value as it is (`$$`, `$(DMLC_ROLE)`, a defined variable), or keep
 # it only by luck (an undefined name, an unclosed `$(`, a lone `$`).
@@ -137,7 +136,7 @@ def test_the_command_line_renders_the_inline_layout(tmp_path: Any) -> None:
     path = tmp_path / "tune.yaml"
     path.write_text(yaml.safe_dump(tune_job("$(DMLC_ROLE)")))
     command = [sys.executable, "-m", "app", "render", "--expand", "--no-configmaps", str(path)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=True)
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
     documents = list(yaml.safe_load_all(done.stdout))
     assert "ConfigMap" not in {d["kind"] for d in documents}
     (tracker,) = [

@@ -8,7 +8,7 @@ import pytest
 
 from app.defaults import SpecError
 from app.validation import validated_spec
-from tests.support import replica, train_spec
+from tests.support.jobs import replica, train_spec
 
 Edit = Callable[[dict[str, Any]], None]
 
