@@ -21,7 +21,6 @@ hook and Metacontroller. What it shows:
    clean-up by label removes a finished job's old pods and Services and leaves the job."""
 
 import json
-import os
 import re
 import subprocess
 from collections.abc import Callable, Iterator
@@ -45,7 +44,7 @@ from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
-from tests.support.documented import shell_block
+from tests.support.documented import run_as_user, shell_block
 from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
@@ -93,16 +92,8 @@ def switching_commands() -> list[str]:
 
 
 def shell(stack: Stack, script: str) -> subprocess.CompletedProcess[str]:
-    """A command of the page run as a user would, in the repository, kubectl on PATH."""
-    env = {
-        **os.environ,
-        "PATH": f"{stack.binaries.kubectl.parent}:{os.environ['PATH']}",
-        "KUBECONFIG": str(stack.server.kubeconfig),
-    }
-    return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+    """A command of the page run as a user would (`documented.run_as_user`)."""
+    return run_as_user(script, stack.binaries.kubectl, stack.server.kubeconfig)
 
 
 def owner(job: dict[str, Any]) -> dict[str, Any]:

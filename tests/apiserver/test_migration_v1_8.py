@@ -19,7 +19,6 @@ What it shows, in order:
    Metacontroller both write the pods of a new job."""
 
 import json
-import os
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -44,7 +43,7 @@ from localcluster.stack import ADOPTION_GUARD, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
-from tests.support.documented import shell_block
+from tests.support.documented import run_as_user, shell_block
 from tests.support.resources import CONTROLLER_UID
 
 from . import training_operator as to
@@ -129,16 +128,8 @@ def submit(server: ApiServer, namespace: str, name: str) -> subprocess.Completed
 
 
 def shell(stack: Stack, script: str) -> subprocess.CompletedProcess[str]:
-    """A command of the page run as a user would, in the repository, kubectl on PATH."""
-    env = {
-        **os.environ,
-        "PATH": f"{stack.binaries.kubectl.parent}:{os.environ['PATH']}",
-        "KUBECONFIG": str(stack.server.kubeconfig),
-    }
-    return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+    """A command of the page run as a user would (`documented.run_as_user`)."""
+    return run_as_user(script, stack.binaries.kubectl, stack.server.kubeconfig)
 
 
 def conditions(server: ApiServer, namespace: str, name: str) -> dict[str, str]:

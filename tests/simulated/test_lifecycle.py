@@ -61,6 +61,19 @@ def edit(path: str, value: Any) -> Action:
 
 DONE = pods("Running", "server-0") | pods("Succeeded", "scheduler-0", "worker-0", "worker-1")
 KILLED_1 = pods("Running") | pods("Failed", "worker-1")
+# Worker 1 killed (SIGKILL) and its replacement created, then running.
+WORKER_1_KILLED: Step = (
+    exit_("mnist-worker-1", 137),
+    30,
+    CREATED | {"Restarting": "MXJobRestarting"},
+    KILLED_1 | {"mnist-worker-1-r1": "Pending"},
+)
+REPLACEMENT_RUNNING: Step = (
+    start,
+    5,
+    RUNNING,
+    pods("Running", "scheduler-0", "server-0", "worker-0") | {"mnist-worker-1-r1": "Running"},
+)
 
 SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
     "success-cleanup-and-ttl": (
@@ -79,19 +92,8 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
         [
             (nothing, 0, CREATED, pods("Pending")),
             (start, 5, RUNNING, pods("Running")),
-            (
-                exit_("mnist-worker-1", 137),
-                30,
-                CREATED | {"Restarting": "MXJobRestarting"},
-                KILLED_1 | {"mnist-worker-1-r1": "Pending"},
-            ),
-            (
-                start,
-                5,
-                RUNNING,
-                pods("Running", "scheduler-0", "server-0", "worker-0")
-                | {"mnist-worker-1-r1": "Running"},
-            ),
+            WORKER_1_KILLED,
+            REPLACEMENT_RUNNING,
             (
                 finish,
                 60,
@@ -136,12 +138,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
         [
             (start, 0, CREATED, pods("Pending")),
             (start, 5, RUNNING, pods("Running")),
-            (
-                exit_("mnist-worker-1", 137),
-                30,
-                CREATED | {"Restarting": "MXJobRestarting"},
-                KILLED_1 | {"mnist-worker-1-r1": "Pending"},
-            ),
+            WORKER_1_KILLED,
             (
                 exit_("mnist-worker-1-r1", 143),
                 30,
@@ -161,19 +158,8 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
         [
             (start, 0, CREATED, pods("Pending")),
             (start, 5, RUNNING, pods("Running")),
-            (
-                exit_("mnist-worker-1", 137),
-                30,
-                CREATED | {"Restarting": "MXJobRestarting"},
-                KILLED_1 | {"mnist-worker-1-r1": "Pending"},
-            ),
-            (
-                start,
-                5,
-                RUNNING,
-                pods("Running", "scheduler-0", "server-0", "worker-0")
-                | {"mnist-worker-1-r1": "Running"},
-            ),
+            WORKER_1_KILLED,
+            REPLACEMENT_RUNNING,
             (
                 lambda c: c.delete_by_hand("mnist-worker-1-r1"),
                 30,
@@ -181,13 +167,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
                 pods("Running", "scheduler-0", "server-0", "worker-0")
                 | {"mnist-worker-1-r1": "Pending"},
             ),
-            (
-                start,
-                5,
-                RUNNING,
-                pods("Running", "scheduler-0", "server-0", "worker-0")
-                | {"mnist-worker-1-r1": "Running"},
-            ),
+            REPLACEMENT_RUNNING,
             (
                 exit_("mnist-worker-1-r1", 137),
                 30,
@@ -251,12 +231,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[Step]]] = {
         [
             (nothing, 0, CREATED, pods("Pending")),
             (start, 5, RUNNING, pods("Running")),
-            (
-                exit_("mnist-worker-1", 137),
-                30,
-                CREATED | {"Restarting": "MXJobRestarting"},
-                KILLED_1 | {"mnist-worker-1-r1": "Pending"},
-            ),
+            WORKER_1_KILLED,
             (edit("runPolicy.suspend", True), 30, CREATED | {"Suspended": "MXJobSuspended"}, {}),
             (edit("runPolicy.suspend", False), 60, CREATED, pods("Pending")),
             (start, 5, RUNNING, pods("Running")),

@@ -1,7 +1,9 @@
 """What the docs show, read from the docs themselves, so that the tests check the text a user
 copies rather than a copy of it."""
 
+import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +38,16 @@ def shell_block(page: Path, needle: str) -> str:
     blocks = re.findall(r"^\s*```sh\n(.*?)^\s*```", page.read_text(), re.M | re.S)
     (found,) = [b for b in blocks if needle in b]
     return str(found)
+
+
+def run_as_user(script: str, kubectl: Path, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
+    """A command of a page run as a user would, in the repository, `kubectl` on PATH."""
+    env = {
+        **os.environ,
+        "PATH": f"{kubectl.parent}:{os.environ['PATH']}",
+        "KUBECONFIG": str(kubeconfig),
+    }
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
