@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import ApiServer, Binaries, ClusterError, KubectlError, cluster
+from localcluster.apiserver import ApiServer, Binaries, KubectlError, cluster
 from localcluster.crds import MXJOB_CRD
 from localcluster.realstack import (
     Hook,
@@ -43,8 +43,10 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import REPO
+from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import run_as_user, shell_block
+from tests.support.jobs import one_worker_job
 from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
@@ -70,19 +72,14 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("migration")
-    failure = None
-    try:
-        with (
-            cluster(k8s_binaries, workdir) as server,
-            kube_controllers(
-                go_tool("kube-controllers"), server, workdir / "gc.log", GARBAGE_COLLECTOR
-            ),
-        ):
-            yield Stack(server, k8s_binaries, metacontroller_binary, workdir)
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
+    with (
+        fail_on_cluster_error(),
+        cluster(k8s_binaries, workdir) as server,
+        kube_controllers(
+            go_tool("kube-controllers"), server, workdir / "gc.log", GARBAGE_COLLECTOR
+        ),
+    ):
+        yield Stack(server, k8s_binaries, metacontroller_binary, workdir)
 
 
 def switching_commands() -> list[str]:
@@ -127,27 +124,7 @@ def store_job(server: ApiServer, name: str, phase: str) -> dict[str, Any]:
     """A one-Worker MXJob, its pod and its Service as training-operator v1.7 left them: the
     job `Running` (its pod running) or `Succeeded` (its pod exited 0, kept: cleanPodPolicy
     None, training-operator's default)."""
-    job = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "mxnet", "image": IMAGE, "args": ["--kv-store", "local"]}
-                            ]
-                        }
-                    },
-                }
-            },
-        },
-    }
+    job = one_worker_job(name, IMAGE) | {"metadata": {"name": name, "namespace": NAMESPACE}}
     server.kubectl("create", "-f", "-", input=yaml.safe_dump(job))
     stored = server.get("mxjob", name, f"-n={NAMESPACE}")
     done = phase == "Succeeded"

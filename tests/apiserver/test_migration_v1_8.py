@@ -44,6 +44,7 @@ from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import run_as_user, shell_block
+from tests.support.jobs import one_worker_job
 from tests.support.resources import CONTROLLER_UID
 
 from . import training_operator as to
@@ -95,35 +96,15 @@ def stack(
         pytest.fail(failure, pytrace=False)
 
 
-def job(name: str) -> dict[str, Any]:
-    """A one-Worker MXJob, as a user of training-operator would submit it."""
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "mxnet", "image": IMAGE, "args": ["--kv-store", "local"]}
-                            ]
-                        }
-                    },
-                }
-            },
-        },
-    }
-
-
 def submit(server: ApiServer, namespace: str, name: str) -> subprocess.CompletedProcess[str]:
     """`kubectl create` of a job, as its user would; the result, refused or not."""
     return server.kubectl(
-        "create", f"-n={namespace}", "-f", "-", input=yaml.safe_dump(job(name)), check=False
+        "create",
+        f"-n={namespace}",
+        "-f",
+        "-",
+        input=yaml.safe_dump(one_worker_job(name, IMAGE)),
+        check=False,
     )
 
 

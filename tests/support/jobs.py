@@ -190,3 +190,28 @@ def after_first(req: dict[str, Any], now: datetime = NOW) -> dict[str, Any]:
     followed = copy.deepcopy(req)
     followed["parent"]["status"] = sync(copy.deepcopy(req), now)["status"]
     return followed
+
+
+def one_worker_job(name: str, image: str) -> dict[str, Any]:
+    """A one-Worker MXJob, as a user of training-operator would submit it."""
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "MXJob",
+        "metadata": {"name": name},
+        "spec": {
+            "jobMode": "MXTrain",
+            "mxReplicaSpecs": {
+                "Worker": {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {"name": "mxnet", "image": image, "args": ["--kv-store", "local"]}
+                            ]
+                        }
+                    },
+                }
+            },
+        },
+    }
