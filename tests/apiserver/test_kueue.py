@@ -57,6 +57,8 @@ def kueue_controller(hook_url: str) -> dict[str, Any]:
     return controller
 
 
+# Each tier's stack fixture has this signature shape; the components it starts differ, and
+# the shared part lives in tests/support (cluster, fail_on_cluster_error).
 @pytest.fixture(scope="module")
 def stack(
     k8s_binaries: Binaries,

@@ -56,6 +56,7 @@ IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it h
 STAMP = "2024-01-15T10:00:00Z"
 
 
+# Like test_migration_v1_8.py's Stack: each guide's stack holds what its tests read.
 @dataclass(frozen=True)
 class Stack:
     server: ApiServer

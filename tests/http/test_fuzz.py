@@ -336,6 +336,7 @@ FUZZ = settings(
 )
 
 
+# Each property a hypothesis test of its own (its own strategy and examples), same decorators.
 @pytest.mark.slow
 @FUZZ
 @given(mutated())

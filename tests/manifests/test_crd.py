@@ -434,6 +434,7 @@ INVALID = [
             {"spec": {"mxReplicaSpecs": {"Tuner": {"replicas": 2}}}},
             f"{SPECS}: jobMode MXTune needs exactly one Tuner (1 replica)",
         ),
+        # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
         id="tune-job-with-two-tuners",
     ),
     pytest.param(
@@ -562,6 +563,8 @@ INVALID = [
             *case(
                 "dist-cpu.yaml",
                 worker(containers(MXNET | {"env": [{"name": name, "value": "1"}]})),
+                # The env-name rule again in the hook's table (tests/unit/test_validation.py): the same
+                # names, the CRD's own message; each tier keeps its own table.
                 f"{SPECS}.Worker.template.spec.containers[0].env[0].name: '{name}' does not "
                 "match '^[ -<>-~]+$'",
             ),

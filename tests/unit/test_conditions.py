@@ -21,6 +21,7 @@ def test_same_status_and_reason_keeps_everything() -> None:
     assert c.set_condition(before, "Created", "True", "MXJobCreated", "other", T1) == before
 
 
+# Each rule a test of its own (before, set_condition, the expected list), for readable failures.
 def test_changed_condition_moves_to_the_end_of_its_kind() -> None:
     before = [cond("Suspended", "True", "MXJobSuspended"), cond("Created", "True", "MXJobCreated")]
     resumed = c.set_condition(before, "Suspended", "False", "MXJobResumed", "resumed", T1)

@@ -124,6 +124,7 @@ AT = datetime.fromisoformat(T2)
                 event("Running", "MXJobRunning", T1),
                 event("Succeeded", "MXJobSucceeded", T2),
             ],
+            # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
             id="earlier-transitions-stay-as-they-were-written",
         ),
         pytest.param(

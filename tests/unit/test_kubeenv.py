@@ -30,6 +30,7 @@ KUBELET_CASES = [
     pytest.param("$(VAR_A$(VAR_B))", "$(VAR_A$(VAR_B))", id="nested-var-references"),
     pytest.param("$(VAR_A$(VAR_B)", "$(VAR_A$(VAR_B)", id="nested-var-references-second-type"),
     pytest.param("$(VAR_REF)", "$(VAR_A)", id="value-is-a-reference"),
+    # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
     pytest.param(
         "%%$(VAR_REF)--$(VAR_REF)%%", "%%$(VAR_A)--$(VAR_A)%%", id="value-is-a-reference-x-2"
     ),

@@ -21,6 +21,7 @@ RUNNING = s.pod_status("Running")
         pytest.param("0", 0, id="zero"),
         pytest.param("12", 12, id="decimal-string"),
         pytest.param(7, 7, id="integer"),
+        # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
         pytest.param("²", None, id="superscript-two"),
         pytest.param("①", None, id="circled-one"),
         pytest.param("٣", None, id="arabic-indic-three"),

@@ -77,6 +77,7 @@ def true_conditions(
             TRAIN,
             {"worker": OK},
             R,
+            # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
             ["Created", "Running"],
             id="train-workers-succeeded-not-enough",
         ),

@@ -330,6 +330,7 @@ def _spec(n: int) -> MXJobSpec:
 # them under its default apply strategy (the larger of the two), measured by
 # tests/apiserver/test_size_estimate.py on 2026-11-23; that test holds the estimate to the
 # live figures, this one to the recorded ones without a server.
+# Same shape as MEASURED_PARSE_COST below: two measured figures per template shape.
 MEASURED_DYNAMIC_APPLY = {
     "730-env-entries": 96_565,
     "20-kb-value": 47_622,

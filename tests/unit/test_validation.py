@@ -142,6 +142,7 @@ WT = "spec.mxReplicaSpecs.Worker.template"
         pytest.param(
             "mnist",
             _set(f"{W}.restartPolicy", "Sometimes"),
+            # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
             "spec.mxReplicaSpecs.Worker.restartPolicy: Input should be 'Always', 'OnFailure', 'Never' or 'ExitCode'",
             id="unknown-restart-policy",
         ),
