@@ -42,7 +42,7 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-from tests.support import REPO
+from tests.support import FIXTURES, REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import run_as_user, shell_block
@@ -50,7 +50,7 @@ from tests.support.jobs import one_worker_job
 from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
-OLD_CRD = REPO / "tests" / "fixtures" / "training-operator" / "kubeflow.org_mxjobs.yaml"
+OLD_CRD = FIXTURES / "training-operator" / "kubeflow.org_mxjobs.yaml"
 NAMESPACE = "legacy"
 IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it here
 STAMP = "2024-01-15T10:00:00Z"

@@ -18,15 +18,15 @@ from localcluster.ports import free_port
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-from tests.support import REPO
+from tests.support import FIXTURES
 from tests.support.golden_cases import released_0_1_0
 from tests.support.scenario import State, apply_job, expected_children, manifest
 
 from .conftest import RealStack
 
 EXAMPLE = "examples/dist-cpu.yaml"
-BEFORE = json.loads((REPO / "tests" / "fixtures" / "env-before-configmap.json").read_text())
-RELEASED = json.loads((REPO / "tests" / "fixtures" / "env-0.1.0.json").read_text())
+BEFORE = json.loads((FIXTURES / "env-before-configmap.json").read_text())
+RELEASED = json.loads((FIXTURES / "env-0.1.0.json").read_text())
 SHARED = {variable for variable, _ in builders.SHARED_PARTS}
 JSON = "application/json"
 

@@ -9,11 +9,11 @@ import yaml
 
 from app.defaults import SpecError
 from app.validation import MAX_REPLICAS, validated_spec
-from tests.support import REPO
+from tests.support import FIXTURES, REPO
 from tests.support.crd_admission import CRD_FILE, NOT_CHECKED, admission_errors, rules
 
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
-LEGACY = sorted((REPO / "tests" / "fixtures" / "legacy").glob("*.yaml"))
+LEGACY = sorted((FIXTURES / "legacy").glob("*.yaml"))
 UNCHECKED = f": {NOT_CHECKED}"
 SPECS = "spec.mxReplicaSpecs"
 TRAIN_ONLY = f"{SPECS}: jobMode MXTrain accepts only the replica types Scheduler, Server and Worker"

@@ -4,3 +4,4 @@ servers, the simulated cluster, the CRD's admission, kustomize and the Go tools.
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"

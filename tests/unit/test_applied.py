@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from app.applied import applied_configuration
 from app.reconcile import sync
-from tests.support import REPO
+from tests.support import FIXTURES
 from tests.support import jobs as s
 from tests.support.resources import as_written
 
-FIXTURE = json.loads((REPO / "tests" / "fixtures" / "ssa-children.json").read_text())
+FIXTURE = json.loads((FIXTURES / "ssa-children.json").read_text())
 PARENT = FIXTURE["parent"]
 UID = PARENT["metadata"]["uid"]
 CHILDREN = [(kind, child) for kind, group in FIXTURE["children"].items() for child in group]

@@ -11,7 +11,7 @@ from app.reconcile import sync
 from app.render import render
 from app.spec import ReplicaType
 from app.validation import validated_spec
-from tests.support import REPO
+from tests.support import FIXTURES, REPO
 from tests.support.golden_cases import CASES
 from tests.support.jobs import NOW, container, replica, train_spec
 
@@ -246,13 +246,13 @@ def test_tuner_labels_from_annotation_or_legacy_field() -> None:
 
 # What each container's process read before MX_CONFIG's shared parts moved to a ConfigMap,
 # recorded from the previous version's answers: every golden case, example and legacy manifest.
-BEFORE = json.loads((REPO / "tests" / "fixtures" / "env-before-configmap.json").read_text())
+BEFORE = json.loads((FIXTURES / "env-before-configmap.json").read_text())
 # Every variable each container's process read under release 0.1.0's layout (the ConfigMap's
 # keys `cluster` and `labels` read through configMapKeyRef, every DMLC_* variable in the
 # pod), recorded from that code's answers, sorted by name: the kubelet hands a process its
 # variables in no set order (it gathers them in a map), so the order is not part of what a
 # process reads.
-RELEASED = json.loads((REPO / "tests" / "fixtures" / "env-0.1.0.json").read_text())
+RELEASED = json.loads((FIXTURES / "env-0.1.0.json").read_text())
 # Cases added since a recording: the same job and phases as a recorded one.
 SAME_AS = {
     "golden/inline-mx-config-running": "golden/all-running",
@@ -292,9 +292,7 @@ def answers() -> list[Any]:
     return cases
 
 
-MANIFESTS = sorted(
-    [*(REPO / "examples").glob("*.yaml"), *(REPO / "tests/fixtures/legacy").glob("*.yaml")]
-)
+MANIFESTS = sorted([*(REPO / "examples").glob("*.yaml"), *(FIXTURES / "legacy").glob("*.yaml")])
 
 
 @pytest.mark.parametrize(("source", "children"), answers())

@@ -9,10 +9,10 @@ import yaml
 from app.reconcile import sync
 from app.status import deciders
 from app.validation import validated_spec
-from tests.support import REPO
+from tests.support import FIXTURES, REPO
 from tests.support import jobs as s
 
-LEGACY = sorted((REPO / "tests" / "fixtures" / "legacy").glob("*.yaml"))
+LEGACY = sorted((FIXTURES / "legacy").glob("*.yaml"))
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
 
 TRAIN = s.train_spec(servers=1, workers=2)
