@@ -1,7 +1,6 @@
 """Every overlay builds into objects the API server and Metacontroller accept; so do the hook's
 children in the golden files."""
 
-import functools
 import json
 import re
 from pathlib import Path
@@ -17,11 +16,11 @@ from tests.support import REPO
 from tests.support.kustomize import (
     MissingMetacontrollerSource,
     documents,
-    hook_objects,
     metacontroller_manifests,
     needs_metacontroller_source,
     with_components,
 )
+from tests.support.overlays import HOOK_LABELS, IMAGE, KUEUE, LAYOUT, build
 
 OVERLAYS = REPO / "manifests" / "overlays"
 KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
@@ -37,41 +36,6 @@ OVERLAY_CLUSTER_SCOPED = {
     "kueue": {"ClusterRole"},
     "with-metacontroller": GUARD,
 }
-# Where the release workflow publishes the image; every overlay pins it at app.__version__.
-IMAGE = "ghcr.io/mxjob-controller/mxjob-controller"
-HOOK_LABELS = {
-    "app.kubernetes.io/name": "mxjob-controller",
-    "app.kubernetes.io/component": "sync-hook",
-}
-VOLCANO = {
-    "apiVersion": "scheduling.volcano.sh/v1beta1",
-    "resource": "podgroups",
-    "updateStrategy": {"method": "InPlace"},
-}
-SCHEDULER_PLUGINS = {
-    "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-    "resource": "podgroups",
-    "updateStrategy": {"method": "InPlace"},
-}
-KUEUE = {
-    "apiVersion": "kueue.x-k8s.io/v1beta2",
-    "resource": "workloads",
-    "updateStrategy": {"method": "OnDelete"},
-}
-# overlay: (namespace, creates the namespace, child resource it adds: a PodGroup, a Workload)
-LAYOUT = {
-    "standalone": ("mxjob-system", True, None),
-    "kubeflow": ("kubeflow", False, None),
-    "volcano": ("mxjob-system", True, VOLCANO),
-    "scheduler-plugins": ("mxjob-system", True, SCHEDULER_PLUGINS),
-    "with-metacontroller": ("mxjob-system", True, None),
-    "kueue": ("mxjob-system", True, KUEUE),
-}
-
-
-@functools.cache
-def build(overlay: str) -> tuple[dict[str, Any], ...]:
-    return hook_objects(overlay)
 
 
 def the(overlay: str, kind: str) -> dict[str, Any]:

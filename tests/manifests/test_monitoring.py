@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from app import metrics
-from tests.manifests.test_manifests import HOOK_LABELS, build
 from tests.support import REPO
 from tests.support.kustomize import documents
+from tests.support.overlays import HOOK_LABELS, build
 
 COMPONENT = REPO / "manifests" / "components" / "monitoring"
 RULE = COMPONENT / "prometheusrule.yaml"

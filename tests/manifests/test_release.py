@@ -20,9 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from app import __version__
 from localcluster.ports import free_port
 from scripts.release_check import as_tuple, unreleased
-from tests.manifests.test_manifests import IMAGE, LAYOUT, build
 from tests.support import REPO
 from tests.support.kustomize import documents
+from tests.support.overlays import IMAGE, LAYOUT, build
 from tests.support.servers import serving
 
 WORKFLOW = REPO / ".github" / "workflows" / "ci.yaml"
