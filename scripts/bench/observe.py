@@ -64,7 +64,6 @@ def watching(kube: Rest, namespace: str, scenario: Scenario) -> Iterator[Seen]:
         if "succeeded" in seen.at and left == {scenario.jobs}:
             seen.mark("cleaned")
 
-    # on_pod and on_service: the same count for two kinds, one handler per watch.
     def on_pod(kind: str, pod: dict[str, Any]) -> None:
         alive("pods", kind, pod["metadata"]["name"])
         if kind == "ADDED":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scripts.bench.report import _ms, size_fit
 
@@ -23,7 +23,18 @@ def plot(result: Result, path: Path) -> None:
         y = [_ms(r.run(kind, 1).latencies, 0.5) for r in result.sizes]
         ax.plot(x, y, style, label=f"{kind} (median, concurrency 1)")
     ax.axhline(2000, color="grey", linewidth=0.8, linestyle=":", label="2 s target")
-    _save(plt, fig, ax, path, "round trip, ms", "Sync round trip against job size")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="pods in the job (scheduler + servers + workers)",
+        ylabel="round trip, ms",
+        title="Sync round trip against job size",
+    )
+    ax.grid(True, which="both", linewidth=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def plot_sizes(result: Result, path: Path) -> None:
@@ -39,13 +50,13 @@ def plot_sizes(result: Result, path: Path) -> None:
     if len(x) >= 3:
         a, b, c = size_fit(result)
         ax.plot(x, [a * n * n + b * n + c for n in x], ":", color="grey", label="a·n² + b·n + c")
-    _save(plt, fig, ax, path, "bytes", "Sync request and response size against job size")
-
-
-def _save(plt: Any, fig: Any, ax: Any, path: Path, ylabel: str, title: str) -> None:
-    """Log-log axes against the job's pods, a grid and the legend; written to `path`."""
-    xlabel = "pods in the job (scheduler + servers + workers)"
-    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="pods in the job (scheduler + servers + workers)",
+        ylabel="bytes",
+        title="Sync request and response size against job size",
+    )
     ax.grid(True, which="both", linewidth=0.3)
     ax.legend()
     fig.tight_layout()
