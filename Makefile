@@ -14,19 +14,22 @@ DOCKER ?= docker
 .PHONY: run test fast lint typecheck unit demo soak image image-push
 
 # A .venv whose Python is gone (removed or upgraded away), older than 3.11 or without pip is
-# removed here, before make looks at any target, so the rules below build it again.
+# built again. Parsing only looks (`python -B`, nothing written); the recipes below remove and
+# rebuild it, so `make -n` changes nothing.
 ifneq ($(wildcard $(VENV)),)
-ifneq ($(shell $(BIN)/python -c 'import sys, pip; print(sys.version_info >= (3, 11))' 2>/dev/null),True)
+ifneq ($(shell $(BIN)/python -B -c 'import sys, pip; print(sys.version_info >= (3, 11))' 2>/dev/null),True)
 $(info make: $(VENV) is broken (no working Python 3.11 or later with pip in it); building it again)
-$(shell rm -rf $(VENV))
+$(BIN)/python $(VENV)/.runtime $(VENV)/.dev $(VENV)/.bench: FORCE
 endif
 endif
+FORCE:
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
 	    echo "make: mxjob-controller needs Python 3.11 or later, and $(PYTHON) is" \
 	        "$$($(PYTHON) --version 2>&1 || echo missing); run make PYTHON=python3.11 (or newer)" >&2; \
 	    exit 1; }
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip || { rm -rf $(VENV); exit 1; }
 

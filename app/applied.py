@@ -1,22 +1,13 @@
-"""What Metacontroller last applied to a child, when it applies children by server-side apply.
-
-Metacontroller's `--apply-strategy=server-side-apply` keeps no last-applied annotation: the API
-server records, in the child's `managedFields`, which fields each applier set (`fieldsV1`). The
-applied configuration is the child cut down to the fields of Metacontroller's entry. That entry
-is the one whose apply set this job's owner reference: Metacontroller adds the job as the
-child's controller to every configuration it applies, so the rule holds whatever field manager
-name it was given.
-
-The `fieldsV1` format (Kubernetes' structured-merge-diff): a map of path elements, `f:<name>`
-for a field of an object, `k:<json>` for the item of a keyed list whose key fields hold those
-values, `v:<json>` for the item of a set with that value, `i:<n>` for the item at an index, and
-`.` for the item itself. A path element with nothing under it owns its value whole (a scalar,
-or an atomic list or map)."""
+"""What Metacontroller last applied to a child under server-side apply, which keeps no
+last-applied annotation: the child cut down to the fields (`managedFields`' `fieldsV1`) of
+the entry whose apply set this job's owner reference, whatever its field manager's name."""
 
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+from app.digits import ascii_int
 
 Child = dict[str, Any]
 MAX_DEPTH = 64  # an object nested deeper than any Kubernetes type: the entry is not trusted
@@ -88,7 +79,9 @@ def _key(element: str) -> dict[str, Any]:
 
 
 def _extract(value: Any, fields: Any, depth: int) -> Any:
-    """`value` cut down to the paths in `fields`."""
+    """`value` cut down to the paths in `fields` (structured-merge-diff's `fieldsV1`: `f:<name>`
+    a field, `k:<json>` a keyed list's item, `v:<json>` a set's, `i:<n>` an index's, `.` the
+    item itself; a path with nothing under it owns its value whole)."""
     if not isinstance(fields, dict) or depth > MAX_DEPTH:
         raise _Unreadable
     elements = [key for key in fields if key != "."]
@@ -128,7 +121,6 @@ def _matcher(element: str) -> Callable[[int, Any], bool]:
         except orjson.JSONDecodeError:
             raise _Unreadable from None
         return lambda _, item: item == wanted
-    if prefix == "i:" and text.isascii() and text.isdigit():
-        position = int(text)
+    if prefix == "i:" and (position := ascii_int(text)) is not None:
         return lambda index, _: index == position
     raise _Unreadable

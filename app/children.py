@@ -2,58 +2,34 @@
 the children it should have, or, while its spec is invalid, those it has, as they are."""
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import orjson
 
-from app import builders, conditions, envelope, gang, kueue
+from app import builders, envelope, gang, kueue
 from app.applied import applied_configuration
-from app.pods import Attempt, observe
-from app.replicas import Replica, recorded_attempts, replicas_of
+from app.decision import Decision
+from app.observed import Owned
+from app.pods import Attempt
+from app.replicas import Replica
 from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType
-from app.status import REASONS_STOPPED, Decision, Previous, completion_time
 from app.times import parse_time, seconds_until
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 Child = dict[str, Any]
 
 
-def has_pods_or_services(request: envelope.SyncRequest) -> bool:
-    """Whether the job has pods or Services: its Events say nothing about that."""
-    return any(request.children.get(kind) for kind in (envelope.POD, envelope.SERVICE))
-
-
-@dataclass(frozen=True)
-class Owned:
-    """The job's observed pods, as attempts, and every replica index its spec asks for."""
-
-    attempts: list[Attempt]
-    replicas: list[Replica]
-
-
-def owned(request: envelope.SyncRequest, name: str, spec: MXJobSpec) -> Owned:
-    # `observe` puts the pods in its own order: they need not be sorted by name first.
-    attempts = observe(request.children.get(envelope.POD, {}).values(), name)
-
-    def recorded() -> dict[tuple[ReplicaType, int], tuple[int, int]]:
-        return recorded_attempts(request.observed(envelope.SERVICE), name)
-
-    return Owned(attempts, replicas_of(spec, attempts, recorded))
-
-
 def desired(
     job: builders.JobContext,
     owned: Owned,
     decision: Decision,
-    previous: Previous,
     now: datetime,
     queue: kueue.Gate | None = None,
 ) -> tuple[list[Child], int]:
     """The children the job should have, and the resync delay its timers need; `queue`:
     Kueue's say, if it has one."""
-    children, resync = _pods_and_services(job, owned, decision, previous, now, queue)
+    children, resync = _pods_and_services(job, owned, decision, now, queue)
     children[:0] = _job_children(job) if children else []
     return children, resync
 
@@ -62,23 +38,21 @@ def _pods_and_services(
     job: builders.JobContext,
     owned: Owned,
     decision: Decision,
-    previous: Previous,
     now: datetime,
     queue: kueue.Gate | None,
 ) -> tuple[list[Child], int]:
-    if not conditions.finished(decision.conditions):
+    if not decision.finished:
         if job.spec.runPolicy.suspend or (queue is not None and queue.wait):
             return [], 0
         pod_sets = queue.pod_sets if queue is not None else {}
-        return _running(job, owned.replicas, pod_sets), decision.resync_after
-    if not previous.finished:
-        # The deciding sync removes nothing: the evidence outlives the decision.
-        return _kept(job, owned.attempts, owned.replicas), 0
-    ttl_left = _ttl_left(job.spec, decision.conditions, now)
+        return _while_running(job, owned.replicas, pod_sets), decision.resync_after
+    if decision.finishing:
+        return _of_attempts(job, owned.attempts, owned.replicas), 0
+    ttl_left = _ttl_left(job.spec, decision, now)
     if ttl_left == 0:
         return [], 0
-    kept = [a for a in owned.attempts if _survives_cleanup(job.spec, decision.conditions, a)]
-    return _kept(job, kept, owned.replicas), ttl_left or 0
+    left = [a for a in owned.attempts if _survives_cleanup(decision.cleanup, a)]
+    return _of_attempts(job, left, owned.replicas), ttl_left or 0
 
 
 def workload(job: builders.JobContext, queue: str, prio: kueue.Priority | None) -> Child:
@@ -89,9 +63,8 @@ def workload(job: builders.JobContext, queue: str, prio: kueue.Priority | None) 
 
 def _job_children(job: builders.JobContext) -> list[Child]:
     """One of each per job, while it has pods, ahead of them in the answer: the PodGroup
-    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from.
-    (Metacontroller applies child types in its own order, by group, version and kind,
-    which also puts the core ConfigMap before the Pods; see docs/behaviour.md.)"""
+    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from
+    (Metacontroller applies child types in its own order: docs/behaviour.md#children)."""
     out = []
     if job.gang:
         out.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
@@ -100,11 +73,13 @@ def _job_children(job: builders.JobContext) -> list[Child]:
     return out
 
 
-def _running(
+def _while_running(
     job: builders.JobContext,
     replicas: list[Replica],
     pod_sets: dict[ReplicaType, kueue.PodSetInfo],
 ) -> list[Child]:
+    """The pods and Services of a running job, in the answer's order: every pod, then every
+    Service."""
     pods: list[Child] = []
     services = []
     for replica in replicas:
@@ -116,7 +91,7 @@ def _running(
             pods.append(builders.pod(job, replica.rtype, replica.index, attempt, restarts))
         else:
             attempt, restarts = replica.next_pod
-            wanted = {a.attempt: a.restarts_before for a in replica.kept()}
+            wanted = {a.attempt: a.restarts_before for a in replica.keep_while_running()}
             wanted.setdefault(attempt, restarts)
             pods += [
                 builders.pod(job, replica.rtype, replica.index, n, r)
@@ -130,14 +105,14 @@ def _running(
     return pods + services
 
 
-def _kept(
+def _of_attempts(
     job: builders.JobContext, attempts: Iterable[Attempt], replicas: list[Replica]
 ) -> list[Child]:
     """Pods for these observed attempts, and the Services of their replicas."""
     wanted = {(r.rtype, r.index) for r in replicas}
-    kept = [a for a in attempts if (a.rtype, a.index) in wanted]
-    pods = [builders.pod(job, a.rtype, a.index, a.attempt, a.restarts_before) for a in kept]
-    with_pods = {(a.rtype, a.index) for a in kept}
+    ours = [a for a in attempts if (a.rtype, a.index) in wanted]
+    pods = [builders.pod(job, a.rtype, a.index, a.attempt, a.restarts_before) for a in ours]
+    with_pods = {(a.rtype, a.index) for a in ours}
     services = []
     for replica in replicas:
         if (replica.rtype, replica.index) in with_pods:
@@ -146,20 +121,17 @@ def _kept(
     return pods + services
 
 
-def _survives_cleanup(spec: MXJobSpec, conds: list[conditions.Condition], attempt: Attempt) -> bool:
-    policy = spec.runPolicy.cleanPodPolicy
-    failed = conditions.find(conds, conditions.FAILED)
-    if failed and failed.get("reason") in REASONS_STOPPED and policy is CleanPodPolicy.NONE:
-        policy = CleanPodPolicy.RUNNING
+def _survives_cleanup(policy: CleanPodPolicy, attempt: Attempt) -> bool:
+    """Whether a finished job's clean-up (`Decision.cleanup`) leaves this pod."""
     if policy is CleanPodPolicy.ALL:
         return False
     return policy is CleanPodPolicy.NONE or attempt.phase in ("Succeeded", "Failed")
 
 
-def _ttl_left(spec: MXJobSpec, conds: list[conditions.Condition], now: datetime) -> int | None:
+def _ttl_left(spec: MXJobSpec, decision: Decision, now: datetime) -> int | None:
     """Seconds until the finished job's children expire; None without a TTL."""
     ttl = spec.runPolicy.ttlSecondsAfterFinished
-    completed = parse_time(completion_time(conds))
+    completed = parse_time(decision.completion_time)
     if ttl is None or completed is None:
         return None
     return seconds_until(completed, ttl, now)
@@ -176,17 +148,9 @@ def as_they_are(request: envelope.SyncRequest) -> list[Child]:
 
 
 def _as_observed(child: Child, child_type: str, owner_uid: str) -> Child:
-    """An observed child as its own desired state. Metacontroller updates an in-place child
-    from what it last applied and the desired state, so the desired state that changes
-    nothing is what it last applied: the observed object instead (with the fields the API
-    server defaulted) would have it rewrite each Service and ConfigMap (measured on a real API
-    server, under either of its apply strategies). What it last applied is its last-applied
-    annotation (its default strategy, a three-way merge) or, under server-side apply, the
-    fields its entry in `managedFields` owns (app/applied.py). Without either: identity,
-    labels and spec (a ConfigMap's data: the pods still read it), nothing the cluster wrote
-    (status, uid, resourceVersion, Metacontroller's bookkeeping). Its kind and apiVersion are
-    those of the type it was observed under (`Pod.v1`), which Metacontroller needs to apply
-    it."""
+    """An observed child as its own desired state, which changes nothing: what Metacontroller
+    last applied (its annotation, or under server-side apply its `managedFields` entry), else the
+    child's identity, labels and spec (docs/behaviour.md#validation)."""
     kind, _, api_version = child_type.partition(".")
     applied = _last_applied(child, api_version, kind)
     if applied is None:

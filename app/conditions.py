@@ -52,15 +52,13 @@ def set_condition(
     status: str,
     reason: str,
     message: str,
-    now: str,
+    at: str,
     *,
     new_message: bool = False,
 ) -> list[Condition]:
-    """Return `conditions` with one condition set. A condition that keeps its status and
-    reason is left alone, timestamps included (with `new_message`, only if its message is the
-    same too); a changed one moves to the end of its kind: conditions that are not True come
-    first, so the last condition is the newest True one (what `kubectl get mxj` shows as the
-    job's state)."""
+    """`conditions` with one set at `at` (the sync's time as written): one that keeps its
+    status and reason (and, with `new_message`, its message) is left alone; a changed one goes
+    last of its kind, True ones last, so the last is the job's state (`kubectl get mxj`)."""
     old = find(conditions, ctype) or {}
     unchanged = old.get("status") == status and old.get("reason") == reason
     if unchanged and (not new_message or old.get("message") == message):
@@ -71,12 +69,12 @@ def set_condition(
         "status": status,
         "reason": reason,
         "message": message,
-        "lastUpdateTime": now,
-        "lastTransitionTime": kept_transition or now,
+        "lastUpdateTime": at,
+        "lastTransitionTime": kept_transition or at,
     }
     rest = [c for c in conditions if c.get("type") not in (ctype, _EXCLUSIVE.get(ctype))]
     if ctype in (SUCCEEDED, FAILED) and status == "True":
-        rest = [_stopped(c, reason, message, now) for c in rest]
+        rest = [_stopped(c, reason, message, at) for c in rest]
     ordered = [*rest, new]
     return [c for c in ordered if c.get("status") != "True"] + [
         c for c in ordered if c.get("status") == "True"
@@ -87,7 +85,7 @@ def without(conditions: list[Condition], ctype: str) -> list[Condition]:
     return [c for c in conditions if c.get("type") != ctype]
 
 
-def _stopped(condition: Condition, reason: str, message: str, now: str) -> Condition:
+def _stopped(condition: Condition, reason: str, message: str, at: str) -> Condition:
     """A finished job is neither running nor restarting."""
     if condition.get("type") not in (RUNNING, RESTARTING) or condition.get("status") != "True":
         return condition
@@ -95,6 +93,6 @@ def _stopped(condition: Condition, reason: str, message: str, now: str) -> Condi
         "status": "False",
         "reason": reason,
         "message": message,
-        "lastUpdateTime": now,
-        "lastTransitionTime": now,
+        "lastUpdateTime": at,
+        "lastTransitionTime": at,
     }

@@ -43,6 +43,15 @@ class SyncRequest(_Envelope):
     related: dict[str, Any] = Field(default_factory=dict)
     finalizing: bool = False
 
+    def declares(self, child_type: str) -> bool:
+        """Whether the controller declares children of this type: Metacontroller sends every
+        declared type as a key of `children`, observed or not, and no other."""
+        return child_type in self.children
+
+    def has_pods_or_services(self) -> bool:
+        """Whether the job has pods or Services: its other children say nothing about that."""
+        return bool(self.children.get(POD) or self.children.get(SERVICE))
+
     def observed(self, kind: str) -> list[dict[str, Any]]:
         """Observed children of one type, sorted by name."""
         group = self.children.get(kind, {})

@@ -1,6 +1,5 @@
 """The job's story for `kubectl describe mxjob`: an Event per condition transition, as children."""
 
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -8,6 +7,7 @@ from app import conditions, names
 from app.envelope import ObjectMeta
 from app.times import parse_time, seconds_until
 
+# Declared by manifests/components/events.
 CHILD_TYPE = "Event.v1"
 # Metacontroller recreates a desired child that vanishes, so an Event must stop being desired
 # before the API server expires it (--event-ttl, 1 h by default). The hook asks for the sync
@@ -20,27 +20,21 @@ _WARNINGS = (conditions.RESTARTING, conditions.FAILED)
 _FIELDS = ("type", "reason", "message", "firstTimestamp", "lastTimestamp", "count", "source")
 
 
-def declared(child_types: Iterable[str]) -> bool:
-    """Whether Metacontroller declares Event children (manifests/components/events)."""
-    return CHILD_TYPE in child_types
-
-
 def story(
     parent: ObjectMeta,
     conds: list[conditions.Condition],
     observed: list[dict[str, Any]],
     now: datetime,
 ) -> list[dict[str, Any]]:
-    """The job's Events: one for the last transition of each True condition, named for its
-    type and time, plus the earlier ones still observed; none older than MAX_AGE_SECONDS, at
-    most MAX_EVENTS. The same request always yields the same Events, so a job at rest causes
-    no write."""
+    """The job's Events: one for the last transition of each True condition, and the earlier
+    ones still observed; none older than MAX_AGE_SECONDS, at most MAX_EVENTS. The same request
+    always yields the same Events, so a job at rest causes no write."""
     current = _transitions(parent, conds)
     wanted = {e["metadata"]["name"]: e for e in current}
     for event in observed:
-        kept = _kept(parent, event)
-        if kept is not None:
-            wanted.setdefault(kept["metadata"]["name"], kept)
+        written = _as_written(parent, event)
+        if written is not None:
+            wanted.setdefault(written["metadata"]["name"], written)
     young = [e for e in wanted.values() if _age(e, now) < MAX_AGE_SECONDS]
     young.sort(key=lambda e: (e["firstTimestamp"], e["metadata"]["name"]))
     return _collapsed(young, {c["metadata"]["name"] for c in current})[-MAX_EVENTS:]
@@ -54,10 +48,9 @@ def expiry_in(story: list[dict[str, Any]], now: datetime) -> int:
 
 
 def _collapsed(timeline: list[dict[str, Any]], current: set[str]) -> list[dict[str, Any]]:
-    """One Event for a run of the same reason: the status's own if it is in the run, else the
-    newest. A condition becomes True again only after another one changed, so a repeat with
-    nothing between is the same transition stamped twice (a sync that saw the job's status
-    from before the last write)."""
+    """One Event for a run of the same reason (the status's own if in the run, else the newest):
+    a repeat with nothing between is one transition stamped twice by a sync that saw the status
+    from before the last write."""
     out: list[dict[str, Any]] = []
     for event in timeline:
         if not out or out[-1]["reason"] != event["reason"]:
@@ -102,14 +95,14 @@ def _envelope(parent: ObjectMeta, name: str) -> dict[str, Any]:
         "kind": "Event",
         "metadata": {
             "name": name,
-            "labels": {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: parent.name},
+            "labels": names.job_labels(parent.name),
         },
         "involvedObject": involved,
         "reportingComponent": names.OPERATOR_NAME,
     }
 
 
-def _kept(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | None:
+def _as_written(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | None:
     """An observed Event of this job as it was written, or None if it is not one of ours."""
     meta = event.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None

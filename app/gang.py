@@ -1,6 +1,6 @@
 """Gang scheduling: one PodGroup per job when Metacontroller declares a PodGroup child type."""
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +34,9 @@ SCHEDULER_PLUGINS = GangScheduler(
 KNOWN = (VOLCANO, SCHEDULER_PLUGINS)
 
 
-def declared(child_types: Iterable[str]) -> GangScheduler | None:
-    """The gang scheduler whose PodGroup type the controller declares (Volcano first)."""
-    types = set(child_types)
-    return next((g for g in KNOWN if g.child_type in types), None)
+def declared(declares: Callable[[str], bool]) -> GangScheduler | None:
+    """The gang scheduler whose PodGroup type the controller `declares` (Volcano first)."""
+    return next((g for g in KNOWN if declares(g.child_type)), None)
 
 
 def pod_group(
@@ -58,10 +57,7 @@ def pod_group(
             group["priorityClassName"] = policy.priorityClass
     if gang is SCHEDULER_PLUGINS and policy and policy.scheduleTimeoutSeconds is not None:
         group["scheduleTimeoutSeconds"] = policy.scheduleTimeoutSeconds
-    meta: dict[str, Any] = {"name": name}
-    if namespace:
-        meta["namespace"] = namespace
-    meta["labels"] = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
+    meta = names.metadata(name, namespace, names.job_labels(name), {})
     return {"apiVersion": gang.api_version, "kind": "PodGroup", "metadata": meta, "spec": group}
 
 

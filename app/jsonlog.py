@@ -10,8 +10,10 @@ import orjson
 LOGGER = "mxjob"
 # (namespace, name) of the job whose sync is being answered, for every line logged meanwhile.
 CURRENT_JOB: ContextVar[tuple[str | None, str | None]] = ContextVar("job", default=(None, None))
-# Attributes every LogRecord has; anything else was passed with `extra=` and is logged too.
+# Attributes every LogRecord has; anything else was passed with `extra=` and is logged too,
+# except uvicorn's `color_message`: its message again, with ANSI colour escapes for a terminal.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+_NOT_LOGGED = _STANDARD | {"color_message"}
 
 
 class JsonFormatter(logging.Formatter):
@@ -27,7 +29,7 @@ class JsonFormatter(logging.Formatter):
         namespace, name = CURRENT_JOB.get()
         if name is not None:
             line |= {"namespace": namespace, "job": name}
-        line |= {k: v for k, v in vars(record).items() if k not in _STANDARD}
+        line |= {k: v for k, v in vars(record).items() if k not in _NOT_LOGGED}
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return orjson.dumps(line, default=str).decode()

@@ -1,12 +1,6 @@
-"""A container's environment as the kubelet hands it to the process: ConfigMap references
-resolved and `$(NAME)` expanded, following kubelet v1.32 (`makeEnvironmentVariables` in
-pkg/kubelet/kubelet_pods.go and third_party/forked/golang/expansion/expand.go).
-
-The hook, `python -m app render --expand`, the tests and the e2e kubelet double all read a
-pod's environment through this one function, so what they check is what a process reads.
-What it does not model: `fieldRef`, `resourceFieldRef` and `secretKeyRef` sources, and
-`envFrom` Secrets; a container that uses them is refused with EnvError naming the variable.
-"""
+"""A container's environment as the kubelet v1.32 hands it to the process (ConfigMap
+references resolved, `$(NAME)` expanded): the one reading the hook, the CLI, the tests and the
+e2e kubelet double share (docs/behaviour.md#user-text-and-the-kubelets-var-expansion)."""
 
 import re
 from collections.abc import Mapping
@@ -24,11 +18,9 @@ class EnvError(Exception):
 
 
 def expand(value: str, *defined: Mapping[str, str]) -> str:
-    """`value` with `$(NAME)` replaced by the first mapping that defines NAME, `$$` turned
-    into `$`, and anything else (an undefined or unclosed reference, a lone `$`) kept.
-
-    Works on UTF-8 bytes as the Go original does, including its one quirk: a `$` before a
-    byte that starts neither `$` nor `(` copies that byte as the code point of its value."""
+    """`value` with `$(NAME)` replaced by the first mapping that defines NAME and `$$` by `$`,
+    anything else kept; on UTF-8 bytes, as Go's `expansion.Expand`, quirk included (a `$` before
+    a byte that starts neither `$` nor `(` copies that byte as the code point of its value)."""
     data = value.encode("utf-8", "surrogateescape")
     out = bytearray()
     checkpoint, cursor = 0, 0
@@ -66,13 +58,9 @@ def resolve(
     config_maps: Mapping[str, Mapping[str, Any]],
     service_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment the container's process starts with, in the kubelet's order: its
-    `envFrom` ConfigMaps, then `env` in order (a later entry of the same name wins), then
-    the service variables it does not set. `config_maps` maps a ConfigMap's name to the
-    ConfigMap (its `data` is read); `service_env` are the Docker-link style variables of
-    the namespace's Services (none for headless Services, the only ones the hook makes).
-    Among `envFrom` sources a later one wins; an `env` entry beats them all. A missing key
-    of an `envFrom` ConfigMap is no error: the variable is just not there."""
+    """The process's environment in the kubelet's order: `envFrom` ConfigMaps (by name in
+    `config_maps`; a later source wins, a missing key is no error), then `env` (a later entry
+    wins), then the `service_env` variables it does not set."""
     services = dict(service_env or {})
     env: dict[str, str] = {}
     for source in container.get("envFrom") or []:

@@ -1,7 +1,7 @@
 """Queueing under Kueue: the job's Workload child, what its admission allows, and what the
 admission's resource flavors add to the pods (as Kueue's own job integrations do)."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +25,9 @@ REASON_EVICTED = "MXJobEvicted"
 REASON_ADMITTED = "MXJobAdmitted"
 REASON_UNQUEUED = "MXJobUnqueued"
 
-# What the customize hook answers, whatever the job: every ResourceFlavor (their node labels
-# and tolerations go into admitted pods) and every priority class (a Workload's priority is
-# written by its creator). The same answer for every job, because Metacontroller caches it by
-# the job's generation, which a label edit does not change.
+# What the customize hook answers: every ResourceFlavor and priority class, the same for every
+# job, since Metacontroller caches the answer by the job's generation, which a label edit does
+# not change (docs/kueue.md).
 RELATED_RESOURCES = (
     {"apiVersion": API_VERSION, "resource": "resourceflavors"},
     {"apiVersion": API_VERSION, "resource": "workloadpriorityclasses"},
@@ -41,11 +40,6 @@ def customize(body: Any) -> dict[str, Any] | None:
     if not isinstance(body, dict) or not isinstance(body.get("parent"), dict):
         return None
     return {"relatedResources": [dict(rule) for rule in RELATED_RESOURCES]}
-
-
-def declared(child_types: Iterable[str]) -> bool:
-    """Whether the CompositeController declares Kueue's Workload children."""
-    return WORKLOAD_TYPE in set(child_types)
 
 
 def queue_name(labels: Any) -> str | None:
@@ -176,10 +170,9 @@ def _merged(base: PodSetInfo, other: PodSetInfo) -> PodSetInfo:
 def pod_set_infos(
     state: Admission, related: Mapping[str, Any], spec: MXJobSpec
 ) -> dict[ReplicaType, PodSetInfo] | str:
-    """What the admission adds to the pods of each replica type, as Kueue's podset.FromAssignment
-    and Merge make it: the assigned flavors' node labels and tolerations, then what admission
-    checks ask. A string says why the pods cannot be made (a flavor the hook was not shown, a
-    node selector, label or annotation that contradicts the pod template)."""
+    """What the admission adds to each replica type's pods, as Kueue's podset.FromAssignment and
+    Merge make it (flavors' node labels and tolerations, then admission checks'), or a string
+    saying why the pods cannot be made (docs/kueue.md)."""
     flavors = related_objects(related, FLAVOR_KIND)
     out: dict[ReplicaType, PodSetInfo] = {}
     for rtype in spec.types():
@@ -260,9 +253,8 @@ class Priority:
 
 def priority(labels: Any, spec: MXJobSpec, related: Mapping[str, Any]) -> Priority | None:
     """The job's priority as Kueue's job integrations read it: the Workload priority class
-    label first, then the pod priority class (`schedulingPolicy.priorityClass`, else the
-    first pod template that names one). The value comes from the class the customize hook
-    handed over; a class that does not exist leaves it unset (priority 0)."""
+    label, else the pod priority class (the scheduling policy's, else a template's), valued from
+    the class the customize hook handed over; no such class: unset (docs/kueue.md)."""
     label = labels.get(PRIORITY_CLASS_LABEL) if isinstance(labels, dict) else None
     if isinstance(label, str) and label:
         value = _value(related_objects(related, WORKLOAD_PRIORITY_CLASS_KIND).get(label))
@@ -374,11 +366,9 @@ def gate(
         where += f" (ClusterQueue {state.cluster_queue})"
     if state.evicted:
         if waiting_before and before is not None and before.get("reason") == REASON_EVICTED:
-            # The job's status records the eviction: the Workload goes, which releases its
-            # quota (Kueue leaves that to whoever writes the Workload's status), and the next
-            # sync creates it again, pending. Not earlier: a sync that sees a parent one sync
-            # behind must still find the evidence, as a finished job's pods outlive the
-            # decision.
+            # The status records the eviction: the Workload goes (releasing its quota) and the
+            # next sync makes it again, pending; not earlier, so a sync one status behind still
+            # finds the evidence (docs/kueue.md).
             return Gate(True, ("True", REASON_EVICTED, before.get("message", "")), False)
         why = f" ({state.reason})" if state.reason else ""
         message = (

@@ -1,5 +1,7 @@
 """Names and labels of an MXJob's children."""
 
+from typing import Any
+
 from app.spec import ReplicaType
 
 MAX_NAME = 63
@@ -25,15 +27,32 @@ def child_name(job: str, rtype: ReplicaType, index: int) -> str:
 
 def pod_name(job: str, rtype: ReplicaType, index: int, attempt: int) -> str:
     """Deterministic pod name: a replacement never collides with the pod it replaces."""
-    base = child_name(job, rtype, index)
+    return attempt_name(child_name(job, rtype, index), attempt)
+
+
+def attempt_name(base: str, attempt: int) -> str:
+    """The name of an attempt's pod, from its replica's `child_name`."""
     return base if attempt == 0 else f"{base}-r{attempt}"
+
+
+def job_labels(job: str) -> dict[str, str]:
+    """The labels of every child of a job: ours, and which job it belongs to."""
+    return {LABEL_OPERATOR: OPERATOR_NAME, LABEL_JOB: job}
 
 
 def selector(job: str, rtype: ReplicaType, index: int) -> dict[str, str]:
     """Labels that tie a Service to every attempt of one replica."""
-    return {
-        LABEL_OPERATOR: OPERATOR_NAME,
-        LABEL_JOB: job,
-        LABEL_TYPE: rtype.lowered,
-        LABEL_INDEX: str(index),
-    }
+    return job_labels(job) | {LABEL_TYPE: rtype.lowered, LABEL_INDEX: str(index)}
+
+
+def metadata(
+    name: str, namespace: str | None, labels: dict[str, str], annotations: dict[str, str]
+) -> dict[str, Any]:
+    """A child's metadata: its namespace only where the job has one, annotations only if any."""
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    meta["labels"] = labels
+    if annotations:
+        meta["annotations"] = annotations
+    return meta

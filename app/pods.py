@@ -5,17 +5,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app import names
+from app import digits, names
 from app.spec import BY_LOWERED, ORDER, ReplicaType
 
 _PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
 # Counts as the hook writes them, looked up rather than checked and converted: every observed
-# pod and Service has a few (replica index, attempt, restarts). Others take the long way.
+# pod and Service has a few. Others take the long way.
+# (docs/performance.md#third-pass-sync-for-the-typical-job)
 _DECIMALS = {str(n): n for n in range(4096)}
 
 
-# Not frozen, which would double the cost of making one, once per observed pod per sync:
-# nothing changes an Attempt once it is made.
+# Not frozen, which costs more to make, once per observed pod per sync: nothing changes an
+# Attempt once it is made. (docs/performance.md#third-pass-sync-for-the-typical-job)
 @dataclass(slots=True)
 class Attempt:
     """One observed pod: a single attempt at running one replica index."""
@@ -37,14 +38,12 @@ class Attempt:
 
 
 def count(value: Any) -> int | None:
-    """A non-negative integer written as a number or a string of ASCII digits, else None.
-
-    `str.isdigit` alone is true for "²", "①" or "٣", which `int` refuses or reads as a
-    number nobody wrote: only what the hook itself writes counts, anything else is malformed."""
+    """A non-negative integer written as a number or a string of ASCII digits, else None:
+    `str.isdigit` alone also takes "²" or "٣", which nobody here wrote."""
     if type(value) is str and value in _DECIMALS:
         return _DECIMALS[value]
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 10:
-        return int(value)
+    if isinstance(value, str):
+        return digits.ascii_int(value) if len(value) < 10 else None
     if type(value) is int and value >= 0:
         return value
     return None
@@ -70,9 +69,9 @@ def replica_of(labels: dict[str, Any], job: str) -> tuple[ReplicaType, int] | No
 
 
 def _attempt(pod: Any, job: str) -> Attempt | None:
-    # Called for every observed pod on every sync (the hook's hottest loop): each nested
-    # dict is looked up once, the labels are read here rather than through `replica_of`,
-    # and the common case (a first attempt, counts as the hook writes them) takes no detour.
+    # The hook's hottest loop: each nested dict looked up once, the labels read here, not
+    # through `replica_of`, and no detour for a first attempt.
+    # (docs/performance.md#fourth-pass-sync-for-the-typical-job-again)
     meta = pod.get("metadata") if isinstance(pod, dict) else None
     if not isinstance(meta, dict):
         return None
@@ -115,11 +114,8 @@ def _attempt(pod: Any, job: str) -> Attempt | None:
 
 def attempt_of(name: str, job: str, rtype: ReplicaType, index: int) -> int | None:
     """The attempt a pod's name says it is, if it is one of this replica index's pod names.
-
-    The name cannot change once the pod exists; the attempt label can (`kubectl label
-    --overwrite`), so it is written for people and selectors but never read back: a label
-    edited on a running pod must not make the hook ask for another attempt and drop this one.
-    A pod whose name is none of the replica's is not one of its attempts."""
+    The name cannot change; the attempt label can (`kubectl label --overwrite`), so it is
+    written for people and selectors but never read back."""
     base = names.child_name(job, rtype, index)
     if name == base:
         return 0

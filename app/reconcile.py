@@ -4,10 +4,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app import builders, children, conditions, envelope, events, gang, kueue, status
+from app import builders, children, conditions, envelope, events, gang, kueue, observed, status
 from app.defaults import SpecError
 from app.envelope import ObjectMeta
 from app.spec import MXJobSpec
+from app.template import config_map_name
 from app.times import sooner
 from app.validation import validated_spec
 
@@ -31,25 +32,25 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
 
 
 def sync_result(body: Any, now: datetime) -> SyncResult:
-    """Answer one sync request, in the order of the contract: read the request and the
+    """Answer one sync request, in the order of docs/behaviour.md: read the request and the
     previous status, check the spec, decide the status from what was observed, then build
     the children. Raises envelope.BadRequest for anything that is not a sync request."""
     request = envelope.read_request(body)
     meta = request.parent.metadata
-    has_children = children.has_pods_or_services(request)
+    has_children = request.has_pods_or_services()
     previous = status.read_previous(request.parent.status, has_children)
-    config_map = envelope.CONFIG_MAP in request.children
-    readers = builders.readers(request.children.get(envelope.POD, {}).values(), meta.name)
+    config_map = request.declares(envelope.CONFIG_MAP)
+    pods = observed.read_pods(request.children.get(envelope.POD, {}), meta.name)
     try:
-        layout = builders.layout(config_map, readers)
-        fresh = builders.layout(config_map, builders.Readers())
+        layout = observed.layout(config_map, pods.readers)
+        fresh = observed.layout(config_map, observed.NO_PODS)
         spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
     except SpecError as err:
         job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
         return _result(meta, job_status, children.as_they_are(request), 0, replicas=0)
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
-    owned = children.owned(request, meta.name, spec)
+    owned = observed.owned(pods, lambda: request.observed(envelope.SERVICE), meta.name, spec)
     queue = _kueue_gate(request, spec, previous)
     decision = status.decide(meta.name, spec, owned.replicas, previous, now, queue)
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
@@ -61,19 +62,19 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         meta.name,
         meta.namespace,
         spec,
-        gang.declared(request.children),
+        gang.declared(request.declares),
         config_map=config_map,
-        observed=readers,
+        observed=pods.readers,
     )
-    desired, resync = children.desired(job, owned, decision, previous, now, queue)
+    desired, resync = children.desired(job, owned, decision, now, queue)
     resync = sooner(resync, _config_map_retry(request, desired, meta.name))
-    if queue is not None and queue.wants_workload and not conditions.finished(decision.conditions):
+    if queue is not None and queue.wants_workload and not decision.finished:
         labels = meta.model_extra.get("labels") if meta.model_extra else None
         prio = kueue.priority(labels, spec, request.related)
         desired.append(children.workload(job, kueue.queue_name(labels) or "", prio))
-    if events.declared(request.children):
-        observed = request.observed(events.CHILD_TYPE)
-        story = events.story(meta, decision.conditions, observed, now)
+    if request.declares(events.CHILD_TYPE):
+        seen = request.observed(events.CHILD_TYPE)
+        story = events.story(meta, decision.conditions, seen, now)
         desired += story
         resync = sooner(resync, events.expiry_in(story, now))
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
@@ -89,7 +90,7 @@ def _config_map_retry(
 ) -> int:
     """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
     for does not (docs/security.md, "The job's ConfigMap"), else 0."""
-    wanted = builders.config_map_name(name)
+    wanted = config_map_name(name)
     if not request.children.get(envelope.POD) or any(
         envelope.name_of(c) == wanted for c in request.observed(envelope.CONFIG_MAP)
     ):
@@ -108,15 +109,17 @@ def _kueue_gate(
 ) -> kueue.Gate | None:
     """Kueue's say over this sync: None unless the controller declares Workload children
     and the job is, or was, queued."""
-    if not kueue.declared(request.children):
+    if not request.declares(kueue.WORKLOAD_TYPE):
         return None
     meta = request.parent.metadata
     labels = meta.model_extra.get("labels") if meta.model_extra else None
-    observed = {w.get("metadata", {}).get("name"): w for w in request.observed(kueue.WORKLOAD_TYPE)}
+    workloads = {
+        w.get("metadata", {}).get("name"): w for w in request.observed(kueue.WORKLOAD_TYPE)
+    }
     view = kueue.JobView(
         name=meta.name,
         queue=kueue.queue_name(labels),
-        workload=observed.get(kueue.workload_name(meta.name)),
+        workload=workloads.get(kueue.workload_name(meta.name)),
         live_pods=any(
             not (p.get("metadata") or {}).get("deletionTimestamp")
             for p in request.observed(envelope.POD)

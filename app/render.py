@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import yaml
 
@@ -28,18 +28,17 @@ class Rendered:
     invalid: list[str]
 
 
-def render(
-    text: str,
-    now: datetime,
-    namespace: str = "default",
-    expand: bool = False,
-    child_types: tuple[str, ...] = CHILD_TYPES,
-) -> str:
-    """Each MXJob in `text` with the status the hook gives it, then its children, under a
-    CompositeController that declares `child_types`. With `expand`, each pod's containers
-    show the environment their processes would start with (ConfigMap references resolved,
-    `$(VAR)` expanded, as the kubelet does)."""
-    return render_report(text, now, namespace, expand, child_types).text
+class Options(TypedDict, total=False):
+    """`render_report`'s options, which `render` passes on."""
+
+    namespace: str
+    expand: bool
+    child_types: tuple[str, ...]
+
+
+def render(text: str, now: datetime, **options: Unpack[Options]) -> str:
+    """`render_report`'s YAML alone."""
+    return render_report(text, now, **options).text
 
 
 def render_report(
@@ -49,7 +48,9 @@ def render_report(
     expand: bool = False,
     child_types: tuple[str, ...] = CHILD_TYPES,
 ) -> Rendered:
-    """As `render`, also naming each job whose spec the hook refuses (so a CLI can fail)."""
+    """Each MXJob in `text` with the status the hook gives it and its children, under a
+    CompositeController that declares `child_types`, and the jobs the hook refuses; with
+    `expand`, each container's environment as its process starts with it."""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:

@@ -57,9 +57,27 @@ class Replica:
             return current.attempt + 1, current.restarts + 1
         return current.attempt, current.restarts_before
 
+    @property
+    def replaced(self) -> Attempt | None:
+        """The failed attempt before the current one, kept while its replacement starts."""
+        previous = self.attempts[-2] if len(self.attempts) > 1 else None
+        return previous if previous and previous.phase == "Failed" else None
+
+    @property
+    def restarting(self) -> bool:
+        """A failed attempt is being replaced: asked for this sync, or pending."""
+        if self.verdict is Verdict.RETRY:
+            return True
+        return self.verdict is Verdict.PENDING and self.replaced is not None
+
+    @property
+    def last_failed(self) -> Attempt | None:
+        """The failed attempt that makes this index restart (`restarting`)."""
+        return self.current if self.verdict is Verdict.RETRY else self.replaced
+
     def going_on(self) -> Attempt | None:
         """The one observed attempt to keep, if it is also the pod this index should be
-        running: the usual case, worked out without `next_pod` and `kept`."""
+        running: the usual case, worked out without `next_pod` and `keep_while_running`."""
         current = self.current
         if current is None or self.verdict is Verdict.RETRY:
             return None
@@ -67,7 +85,7 @@ class Replica:
             return current
         return None
 
-    def kept(self) -> list[Attempt]:
+    def keep_while_running(self) -> list[Attempt]:
         """Observed attempts to keep while the job runs: the last failed one stays, for
         `kubectl logs`, until its replacement is running."""
         current = self.current

@@ -234,9 +234,9 @@ def options(config: settings.Settings) -> dict[str, Any]:
 
 
 # The youngest generation's collection threshold while serving (Python's default is 700
-# allocations). A typical sync allocates tens of thousands of short-lived dicts and lists that
-# reference counting frees at once; at 700 the collector ran many times per sync over them,
-# for nothing. Cyclic garbage is still collected, every 20,000 allocations.
+# allocations). A sync allocates many short-lived dicts and lists that reference counting
+# frees at once; at 700 the collector ran over them many times per sync, for nothing
+# (docs/performance.md, "The settled collector"). Cyclic garbage is still collected.
 GC_THRESHOLD = (20_000, 50, 100)
 
 
@@ -265,12 +265,13 @@ class QuietServer(uvicorn.Server):
 
 
 def run(config: settings.Settings, host: str, port: int) -> None:
-    from app import web  # noqa: F401  (imported before the collector settles; uvicorn reuses it)
+    from app import web  # here, not above: `render` does without FastAPI
 
+    app = web.create_app(config)  # before the collector settles: it lives as long as the process
     settle_memory()
     server = QuietServer(
         uvicorn.Config(
-            "app.web:app",
+            app,
             host=host,
             port=port,
             log_config=logs.config(config.log_level),

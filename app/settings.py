@@ -8,8 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 
+from app.parsecost import MiB
+
 PREFIX = "MXJOB_"
-MiB = 1024 * 1024
 
 
 class Settings(BaseModel):
@@ -18,9 +19,8 @@ class Settings(BaseModel):
     frozen_clock: datetime | None = None
     # Largest request body accepted; larger ones get 413 before they are read. Validation
     # admits only jobs whose sync request, once every child exists, is estimated at no more
-    # than 48 MiB (app/validation.py, the size rule); the largest admitted measured 21.6-45.8
-    # MiB through a real API server (docs/reliability.md). The rest is headroom for what
-    # others add to children.
+    # than 48 MiB (app/sizerule.py, the size rule; docs/reliability.md has the sizes
+    # measured). The rest is headroom for what others add to children.
     max_body_bytes: int = Field(default=64 * MiB, gt=0)
     # A sync that takes longer than this is logged as a warning (Metacontroller gives up at
     # its webhook timeout, 10 s by default).

@@ -7,10 +7,11 @@ from typing import Any
 
 from app import conditions as c
 from app.conditions import Condition
+from app.decision import Decision
 from app.kueue import Gate
 from app.pods import Attempt, describe_exit
 from app.replicas import Replica, Verdict
-from app.spec import MXJobSpec, ReplicaType
+from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.times import format_time, parse_time, seconds_until
 
 REASON_CREATED = "MXJobCreated"
@@ -48,10 +49,9 @@ class Previous:
 
 
 def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous:
-    """The previous status. Earlier versions failed a job for good when an edit broke its spec
-    (Failed with MXJobInvalidSpec). For a job that still has children that is not terminal:
-    that condition is dropped, and the job goes on as an edited one. A job invalid from its
-    creation has no children."""
+    """The previous status, read once. An edit that broke the spec of a job that still has
+    children made earlier versions fail it for good (MXJobInvalidSpec): that Failed condition is
+    dropped, and the job goes on as an edited one (docs/behaviour.md#validation)."""
     status = status or {}
     conds = c.well_formed(status.get("conditions"))
     failed = c.find(conds, c.FAILED)
@@ -64,17 +64,6 @@ def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous
     return Previous(
         conds, start_time, status.get("replicaStatuses"), c.finished(conds), restart_count
     )
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What this sync decided about the job as a whole."""
-
-    conditions: list[Condition]
-    start_time: str | None
-    resync_after: int
-    # The restarts charged against backoffLimit in this run (0 while no run: suspended, queued).
-    restarts: int
 
 
 def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
@@ -96,13 +85,13 @@ def decide(
 ) -> Decision:
     """Conditions, start time and resync delay for a valid job; `queue`: Kueue's say, if it
     has one."""
-    at = format_time(now)
-    conds = previous.conditions
     if previous.finished:
         # A finished job keeps the count it finished with, after clean-up too.
-        kept = previous.restart_count
-        restarts = sum(r.restarts for r in replicas) if kept is None else kept
-        return Decision(conds, previous.start_time, 0, restarts)
+        recorded = previous.restart_count
+        restarts = sum(r.restarts for r in replicas) if recorded is None else recorded
+        return _finished(spec, previous.conditions, previous.start_time, 0, restarts, False)
+    at = format_time(now)
+    conds = previous.conditions
     conds = c.set_condition(
         conds, c.CREATED, "True", REASON_CREATED, f"MXJob {name} is created.", at
     )
@@ -123,10 +112,30 @@ def decide(
     restarts = sum(r.restarts for r in replicas)
     failure = _failure(name, spec, replicas, restarts, start, now)
     if failure:
-        return Decision(c.set_condition(conds, c.FAILED, "True", *failure, at), start, 0, restarts)
-    return Decision(
-        _progress(name, spec, replicas, conds, at), start, _deadline_in(spec, start, now), restarts
-    )
+        conds = c.set_condition(conds, c.FAILED, "True", *failure, at)
+        return _finished(spec, conds, start, 0, restarts, True)
+    conds = _progress(name, spec, replicas, conds, at)
+    resync = _deadline_in(spec, start, now)
+    if c.finished(conds):
+        return _finished(spec, conds, start, resync, restarts, True)
+    return Decision(conds, start, resync, restarts)
+
+
+def _finished(
+    spec: MXJobSpec,
+    conds: list[Condition],
+    start: str | None,
+    resync: int,
+    restarts: int,
+    finishing: bool,
+) -> Decision:
+    """The decision about a finished job: what goes of its pods, and when it finished."""
+    cleanup = spec.runPolicy.cleanPodPolicy
+    failed = c.find(conds, c.FAILED)
+    if failed and failed.get("reason") in REASONS_STOPPED and cleanup is CleanPodPolicy.NONE:
+        cleanup = CleanPodPolicy.RUNNING
+    completed = completion_time(conds)
+    return Decision(conds, start, resync, restarts, True, finishing, completed, cleanup)
 
 
 def _suspend(name: str, conds: list[Condition], at: str) -> list[Condition]:
@@ -143,7 +152,9 @@ def _failure(
     """(reason, message) when the job has failed, else None; `restarts`: the job's restarts."""
     for replica in replicas:
         if replica.verdict is Verdict.PERMANENT:
-            return REASON_FAILED, f"MXJob {name} has failed because {_exited(replica)}."
+            assert replica.current is not None
+            because = _exited(replica, replica.current)
+            return REASON_FAILED, f"MXJob {name} has failed because {because}."
     limit = spec.runPolicy.backoffLimit
     if limit is not None and restarts > limit:
         return REASON_BACKOFF, (
@@ -159,14 +170,13 @@ def _failure(
     return None
 
 
-def _exited(replica: Replica) -> str:
-    current = replica.current
-    assert current is not None
-    what = f"{replica.rtype.value} replica {replica.index} (pod {current.name})"
-    if current.reason and current.exit_code is None:
-        return f"{what} failed: {current.reason} (restartPolicy {replica.policy.value})"
+def _exited(replica: Replica, failed: Attempt) -> str:
+    """How the failed attempt of `replica` ended, for a condition's message."""
+    what = f"{replica.rtype.value} replica {replica.index} (pod {failed.name})"
     policy = replica.policy.value
-    return f"{what} failed with {describe_exit(current.exit_code)} (restartPolicy {policy})"
+    if failed.reason and failed.exit_code is None:
+        return f"{what} failed: {failed.reason} (restartPolicy {policy})"
+    return f"{what} failed with {describe_exit(failed.exit_code)} (restartPolicy {policy})"
 
 
 def _deadline_in(spec: MXJobSpec, start: str, now: datetime) -> int:
@@ -187,8 +197,10 @@ def _progress(
         message = f"MXJob {name} successfully completed."
         return c.set_condition(conds, c.SUCCEEDED, "True", REASON_SUCCEEDED, message, at)
     for replica in replicas:
-        if _restarting(replica):
-            message = f"MXJob {name} is restarting because {_exited_or_replaced(replica)}."
+        if replica.restarting:
+            failed = replica.last_failed
+            assert failed is not None
+            message = f"MXJob {name} is restarting because {_exited(replica, failed)}."
             return c.set_condition(conds, c.RESTARTING, "True", REASON_RESTARTING, message, at)
     if mine and all(r.verdict is Verdict.RUNNING for r in mine):
         message = f"MXJob {name} is running."
@@ -196,28 +208,11 @@ def _progress(
     return conds
 
 
-def _restarting(replica: Replica) -> bool:
-    """A failed attempt is being replaced: asked for this sync, or pending."""
-    if replica.verdict is Verdict.RETRY:
-        return True
-    return replica.verdict is Verdict.PENDING and _replaced(replica) is not None
-
-
-def _replaced(replica: Replica) -> Attempt | None:
-    previous = replica.attempts[-2] if len(replica.attempts) > 1 else None
-    return previous if previous and previous.phase == "Failed" else None
-
-
-def _exited_or_replaced(replica: Replica) -> str:
-    failed = replica.current if replica.verdict is Verdict.RETRY else _replaced(replica)
-    assert failed is not None
-    return _exited(Replica(replica.rtype, replica.index, replica.policy, (failed,)))
-
-
 def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> Counts:
     """Counts of the current attempts, by replica type."""
     out = {t.value: {"active": 0, "succeeded": 0, "failed": 0} for t in spec.types()}
-    # By the enum member itself: its `.value` goes through enum's slow descriptor.
+    # By the enum member itself, not its slower `.value`.
+    # (docs/performance.md#fourth-pass-sync-for-the-typical-job-again)
     of_type = {t: out[t.value] for t in spec.types()}
     field = {"Running": "active", "Succeeded": "succeeded", "Failed": "failed"}
     for replica in replicas:
@@ -232,19 +227,18 @@ def of_valid_job(
 ) -> dict[str, Any]:
     """The status of a job whose spec is valid."""
     counts = replica_statuses(spec, replicas)
-    if previous.finished:
+    if decision.finished and not decision.finishing:
         # A finished job keeps the counts it finished with, after clean-up too.
-        counts = _kept_counts(previous.replica_statuses, counts)
+        counts = _recorded_or(previous.replica_statuses, counts)
     return _assembled(decision.conditions, counts, decision.start_time, decision.restarts)
 
 
 def of_invalid_job(
     name: str, problem: str, previous: Previous, has_children: bool, now: datetime
 ) -> dict[str, Any]:
-    """The status of a job whose spec is invalid. A job the hook never accepted fails for
-    good. A job that has children, or was accepted before (suspended, say), was broken by an
-    edit: the InvalidSpec condition says what is wrong, and the next sync with a valid spec
-    carries on from the status the job had."""
+    """The status of a job whose spec is invalid: a job never accepted fails for good; one an
+    edit broke (it has children, or was Created) gets InvalidSpec, and the next valid sync
+    carries on from its status (docs/behaviour.md#validation)."""
     conds = previous.conditions
     message = f"MXJob {name} has an invalid spec: {problem}."
     counts: Counts = {}
@@ -288,7 +282,8 @@ def _assembled(
     return status
 
 
-def _kept_counts(recorded: Any, counts: Counts) -> Counts:
+def _recorded_or(recorded: Any, counts: Counts) -> Counts:
+    """The counts a previous status recorded, where they are of the same types, else `counts`."""
     if not isinstance(recorded, dict) or set(recorded) != set(counts):
         return counts
     return {t: _well_formed_counts(recorded[t], counts[t]) for t in counts}

@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from app import __version__, envelope, kueue, metrics, settings
 from app.auth import BearerToken
 from app.budget import ByteBudget
+from app.digits import ascii_int
 from app.envelope import BadRequest, JobId, SyncRequest
 from app.jsonlog import CURRENT_JOB, LOGGER
 from app.parsecost import (
@@ -36,8 +37,8 @@ log = logging.getLogger(f"{LOGGER}.sync")
 # A request larger than this (or of unknown length) is read and answered one at a time.
 LARGE_BODY = 8 * 1024 * 1024
 # A request at most this large, for a job of at most INLINE_REPLICAS replicas, is answered on
-# the event loop: about a millisecond of work, less than the hop to a worker thread costs
-# under load (it took a third of the small job's throughput).
+# the event loop: its work costs less than the hop to a worker thread (docs/performance.md,
+# "The web layer, per request").
 INLINE_BODY = 64 * 1024
 INLINE_REPLICAS = 16
 # An answer is handed to the connection in pieces of this size: the server's flow control
@@ -150,8 +151,8 @@ class Answer:
 
 # What a sync in the worker thread gives back. Errors are returned, never raised across the
 # thread: a raised exception's traceback holds the frames, and so the request body and the
-# parsed request, in a reference cycle that only a late collection frees (hundreds of MiB
-# for a large request answered 422 or 500, a few times in a row).
+# parsed request, in a reference cycle that only a late collection frees (the memory it held:
+# docs/reliability.md).
 Reply = Answer | Refused | Crashed
 
 
@@ -205,9 +206,9 @@ class Admission:
         if size > LARGE_BODY:
             # Large ones queue (one at a time, until the webhook timeout) rather than being
             # refused: there is a single slot for them, and each is a big job's only sync.
-            await _before(deadline, self.one_large.acquire)
+            await _wait_or_expire(deadline, self.one_large.acquire)
             stack.callback(self.one_large.release)
-            await _before(deadline, lambda: self.budget.take(size))
+            await _wait_or_expire(deadline, lambda: self.budget.take(size))
         elif not self.budget.try_take(size):
             raise Refused(429, "busy", "too many bytes in flight; retry", retry_after=1)
         stack.callback(self.budget.release, size)
@@ -215,9 +216,9 @@ class Admission:
     async def compute(self, request: Request, deadline: float, work: Callable[[], Reply]) -> Reply:
         """Run `work` in the worker thread, one at a time, unless its client is gone or it
         waited past the webhook timeout, and not while the budget is overdrawn."""
-        await _before(deadline, self.one_at_a_time.acquire)
+        await _wait_or_expire(deadline, self.one_at_a_time.acquire)
         try:
-            await _before(deadline, self.budget.until_room)
+            await _wait_or_expire(deadline, self.budget.until_room)
             # Once every wait is over: a client may leave while waiting for room.
             if await request.is_disconnected():
                 raise ClientGone
@@ -362,13 +363,13 @@ class _Pieces(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         whole = False
         try:
-            if await _left(receive):
+            if await _client_gone(receive):
                 return
             start = {"type": "http.response.start", "status": self.status_code}
             await send(start | {"headers": self.raw_headers})
             view = memoryview(self.body)
             for at in range(0, max(len(view), 1), PIECE):
-                if await _left(receive):
+                if await _client_gone(receive):
                     return
                 more = at + PIECE < len(view)
                 await send(
@@ -379,8 +380,9 @@ class _Pieces(Response):
             self._done(whole)
 
 
-async def _left(receive: Receive) -> bool:
-    """Whether the client is gone, without waiting (the request's body is all read)."""
+async def _client_gone(receive: Receive) -> bool:
+    """Whether the client has disconnected, without waiting: a receive that would block is
+    cancelled at once (the body is all read, so the only message left is the disconnect)."""
     message: dict[str, Any] = {}
     with anyio.CancelScope() as scope:
         scope.cancel()
@@ -388,9 +390,9 @@ async def _left(receive: Receive) -> bool:
     return message.get("type") == "http.disconnect"
 
 
-async def _before(deadline: float, wait: Callable[[], Awaitable[object]]) -> None:
-    """Wait, but refuse with 503 once the webhook timeout since the request's arrival has
-    passed: Metacontroller has stopped waiting for that answer."""
+async def _wait_or_expire(deadline: float, wait: Callable[[], Awaitable[object]]) -> None:
+    """Wait, but refuse with 503 once `deadline` (the webhook timeout since the request's
+    arrival) has passed: Metacontroller has stopped waiting for that answer."""
     with anyio.move_on_after(deadline - time.monotonic()) as scope:
         await wait()
     if scope.cancelled_caught:
@@ -399,13 +401,10 @@ async def _before(deadline: float, wait: Callable[[], Awaitable[object]]) -> Non
 
 def _declared_length(request: Request, limit: int) -> int | None:
     """Content-Length, refused with 413 before any of the body is read when over `limit`."""
-    declared = request.headers.get("content-length", "")
-    # ASCII digits only: str.isdigit() is true of "²", which int() refuses.
-    if not (declared.isascii() and declared.isdigit()):
-        return None
-    if int(declared) > limit:
+    declared = ascii_int(request.headers.get("content-length", ""))
+    if declared is not None and declared > limit:
         raise Refused(413, "too_large", f"request body of {declared} bytes exceeds {limit}")
-    return int(declared)
+    return declared
 
 
 async def _read_body(request: Request, config: settings.Settings, deadline: float) -> bytearray:
@@ -545,6 +544,3 @@ def _gone(seconds: float, why: str) -> Response:
     fields = {"outcome": "client_gone", "duration_ms": round(seconds * 1e3, 1)}
     log.warning(why, extra=fields)
     return Response(status_code=400, headers={"Connection": "close"})
-
-
-app = create_app(settings.from_env())

@@ -5,3 +5,8 @@ all of them together with our CRDs installed (`stack`), a REST client (`rest`), 
 stand-in that reports pod status (`kubelet`), waiting on a condition (`waiting`) and a free
 loopback port (`ports`). The binaries come from scripts/ (`buildscript`).
 """
+
+from pathlib import Path
+
+# The checkout this package is in: the scripts that build the binaries, the manifests installed.
+REPO = Path(__file__).resolve().parents[1]

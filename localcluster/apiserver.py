@@ -6,7 +6,6 @@ import secrets
 import ssl
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
@@ -17,12 +16,12 @@ from typing import Any
 
 import yaml
 
-from . import buildscript
+from . import REPO, buildscript
 from .buildscript import stop
 from .pki import Pki, make_pki
 from .ports import free_port
+from .waiting import NotSeen, wait_for
 
-REPO = Path(__file__).resolve().parents[1]
 BINARIES_SCRIPT = REPO / "scripts" / "k8s-binaries.sh"
 BUILD_TIMEOUT = 40 * 60  # a cold Go build of kube-apiserver on 2 cores; later runs take a second
 START_TIMEOUT = 120
@@ -151,14 +150,16 @@ def wait_until(
     ready: Callable[[], bool], process: subprocess.Popen[bytes], log: Path, what: str
 ) -> None:
     """Poll `ready` until it holds; fail with the process log if it exits or time runs out."""
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
+
+    def alive_and_ready() -> bool:
         if process.poll() is not None:
             raise ClusterError(f"{what} exited {process.returncode}:\n{_tail(log)}")
-        if ready():
-            return
-        time.sleep(0.25)
-    raise ClusterError(f"{what} not ready after {START_TIMEOUT} s:\n{_tail(log)}")
+        return ready()
+
+    try:
+        wait_for(alive_and_ready, what, START_TIMEOUT)
+    except NotSeen:
+        raise ClusterError(f"{what} not ready after {START_TIMEOUT} s:\n{_tail(log)}") from None
 
 
 def _tail(log: Path, lines: int = 60) -> str:

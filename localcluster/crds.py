@@ -5,9 +5,9 @@ from pathlib import Path
 
 import yaml
 
+from . import REPO
 from .apiserver import ApiServer
 
-REPO = Path(__file__).resolve().parents[1]
 MXJOB_CRD = REPO / "manifests" / "base" / "crd.yaml"
 PODGROUP_CRDS = sorted((Path(__file__).parent / "podgroups").glob("*.yaml"))
 MXJOB = "mxjobs.kubeflow.org"

@@ -21,12 +21,11 @@ from pathlib import Path
 
 import yaml
 
-from . import buildscript
+from . import REPO, buildscript
 from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, http_ok, running, wait_until
 from .pki import make_pki
 from .ports import free_port
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "kueue-binary.sh"
 NAMESPACE = "kueue-system"
 

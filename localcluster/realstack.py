@@ -26,30 +26,26 @@ from typing import Any
 
 import yaml
 
-from . import buildscript
+from . import REPO, buildscript
 from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, http_ok, running, wait_until
 from .buildscript import stop
 from .ports import free_port, free_ports
 
-REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
 COMPOSITE_CONTROLLER = REPO / "metacontroller" / "compositecontroller.yaml"
-# Metacontroller's own CRDs and manifests, from the source the binary is built from.
-DEFAULT_SOURCE = REPO.parent / "shared" / "third_party" / "metacontroller"
+EVENTS_COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
 FETCH_TIMEOUT = 900  # the script's own limits: 20 s to find no network, 600 s for the clone
 
 
 @functools.cache
 def metacontroller_source() -> Path:
-    """Metacontroller v4.17.2's source: `METACONTROLLER_SRC`, else ../shared/third_party/
-    metacontroller, else the copy scripts/metacontroller-binary.sh fetches into the cache (it
-    fails at once without a network, naming both ways out). Raises ClusterError with its
-    message."""
+    """Metacontroller v4.17.2's source, for its CRDs and manifests: `METACONTROLLER_SRC` as it
+    is (what reads it names a wrong one), else the one scripts/metacontroller-binary.sh finds
+    or fetches, as for the binary (it fails at once without a network, naming both ways out).
+    Raises ClusterError with its message."""
     explicit = os.environ.get("METACONTROLLER_SRC")
     if explicit:
         return Path(explicit)
-    if DEFAULT_SOURCE.is_dir():
-        return DEFAULT_SOURCE
     live = lambda line: print(line, file=sys.__stderr__, flush=True)  # noqa: E731 (a fetch)
     try:
         found = buildscript.run(SCRIPT, ["source"], live, timeout=FETCH_TIMEOUT)
@@ -171,9 +167,12 @@ def run_metacontroller(
         yield Metacontroller(log, process, f"http://127.0.0.1:{metrics}/metrics")
 
 
-def composite_controller(hook_url: str, config_maps: bool = True) -> dict[str, Any]:
+def composite_controller(
+    hook_url: str, config_maps: bool = True, events: bool = False
+) -> dict[str, Any]:
     """Our CompositeController as shipped, with the webhook pointed at `hook_url`; without
-    `config_maps`, without its ConfigMap children (every pod then carries MX_CONFIG whole)."""
+    `config_maps`, without its ConfigMap children (every pod then carries MX_CONFIG whole); with
+    `events`, with the Event children the events component adds (manifests/components/events)."""
     shipped: dict[str, Any] = yaml.safe_load(COMPOSITE_CONTROLLER.read_text())
     controller = copy.deepcopy(shipped)
     if not config_maps:
@@ -181,6 +180,12 @@ def composite_controller(hook_url: str, config_maps: bool = True) -> dict[str, A
         controller["spec"]["childResources"] = [
             c for c in children if c["resource"] != "configmaps"
         ]
+    if events:
+        component = yaml.safe_load(EVENTS_COMPONENT.read_text())
+        (operation,) = yaml.safe_load(component["patches"][0]["patch"])
+        if operation["path"] != "/spec/childResources/-":
+            raise ValueError(f"{EVENTS_COMPONENT} no longer adds a child type: {operation}")
+        controller["spec"]["childResources"].append(operation["value"])
     webhook = controller["spec"]["hooks"]["sync"]["webhook"]
     path = webhook.pop("path", "/sync")
     webhook.pop("service", None)

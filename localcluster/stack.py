@@ -8,11 +8,12 @@ here is a double. `Stack.metacontroller(flags)` runs one Metacontroller at a tim
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from . import REPO as REPO  # re-exported: the benchmark reads it here
 from .apiserver import ApiServer, cluster, obtain_binaries
 from .crds import install_crds
 from .realstack import (
@@ -24,7 +25,6 @@ from .realstack import (
     serve_hook,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 # The admission policy the with-metacontroller overlay installs beside those flags.
 ADOPTION_GUARD = REPO / "manifests" / "components" / "adoption-guard" / "policy.yaml"
 FLAGS_PATCH = REPO / "manifests" / "overlays" / "with-metacontroller" / "metacontroller-flags.yaml"
@@ -94,12 +94,10 @@ class Stack:
     hook: Hook
     binary: Path
     workdir: Path
-    _controllers: list[Metacontroller] = field(default_factory=list)
 
     @contextmanager
     def metacontroller(self, flags: tuple[str, ...] = ()) -> Iterator[Metacontroller]:
         with run_metacontroller(self.binary, self.apiserver, self.workdir, flags) as controller:
-            self._controllers.append(controller)
             yield controller
 
 

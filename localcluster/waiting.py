@@ -10,6 +10,10 @@ POLL = 0.25
 T = TypeVar("T")
 
 
+class NotSeen(AssertionError):
+    """What was waited for did not come in time (an AssertionError: in a test, a failure)."""
+
+
 def wait_for(
     probe: Callable[[], T], what: str, timeout: float = WAIT, until: Callable[[T], bool] = bool
 ) -> T:
@@ -21,5 +25,5 @@ def wait_for(
         if until(value):
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not seen after {timeout:.0f} s; last seen: {value!r}")
+            raise NotSeen(f"{what}: not seen after {timeout:.0f} s; last seen: {value!r}")
         time.sleep(POLL)

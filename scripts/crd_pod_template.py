@@ -16,9 +16,9 @@ turned into a structural CRD schema:
 - list types and map keys go: the lists are atomic, as a pod template is replaced as a whole,
   and a keyed list would refuse duplicates that the Pod API accepts (an env name twice);
 - patch-strategy, union and group-version-kind extensions go (not part of a CRD schema).
-Then the rules of contract section 2 that live inside the template are added (OVERLAY), with
-the size bounds that keep the CEL rules within the API server's cost budget: every string a
-rule reads has a maxLength that Kubernetes itself imposes on that field.
+Then the rules of docs/behaviour.md#validation that live inside the template are added
+(OVERLAY), with the size bounds that keep the CEL rules within the API server's cost budget:
+every string a rule reads has a maxLength that Kubernetes itself imposes on that field.
 
 The result replaces the text between the GENERATED markers in manifests/base/crd.yaml; the
 rest of the file (comments, rules outside the template) is written by hand.

@@ -23,7 +23,6 @@ from localcluster.realstack import (
     obtain_metacontroller,
     run_metacontroller,
 )
-from tests.apiserver.test_events import with_events
 
 NAMESPACE = "noise"
 BATCH = 500
@@ -84,7 +83,7 @@ def main() -> None:
             step("started, pods and services declared")
             create(server, 0, args.events)
             step(f"{args.events} unrelated Events created")
-            server.apply(with_events("http://127.0.0.1:9"))
+            server.apply(composite_controller("http://127.0.0.1:9", events=True))
             step("events child type declared")
             create(server, args.events, args.events)
             step(f"{args.events} more unrelated Events created")

@@ -51,32 +51,28 @@ def watching(kube: Rest, namespace: str, scenario: Scenario) -> Iterator[Seen]:
                 on_event(event["type"], event["object"])
                 seen.changed.notify_all()
 
-    def alive(resource: str, kind: str, name: str) -> None:
-        if kind == "ADDED":
-            seen.live[resource].add(name)
-        elif kind == "DELETED":
-            seen.live[resource].discard(name)
-        cleaned()
-
     def cleaned() -> None:
         """Clean-up is done once only the Schedulers' pods and Services are left."""
         left = {len(names) for names in seen.live.values()}
         if "succeeded" in seen.at and left == {scenario.jobs}:
             seen.mark("cleaned")
 
-    def on_pod(kind: str, pod: dict[str, Any]) -> None:
-        alive("pods", kind, pod["metadata"]["name"])
-        if kind == "ADDED":
-            seen.pods.add(pod["metadata"]["name"])
-            if len(seen.pods) == scenario.pods:
-                seen.mark("pods")
+    def on_child(resource: str, ever: set[str]) -> Callable[[str, dict[str, Any]], None]:
+        """The watch of pods or Services: which are alive, which were ever added (`ever`), and
+        when all of the scenario's had appeared (marked with the resource's name)."""
 
-    def on_service(kind: str, service: dict[str, Any]) -> None:
-        alive("services", kind, service["metadata"]["name"])
-        if kind == "ADDED":
-            seen.services.add(service["metadata"]["name"])
-            if len(seen.services) == scenario.pods:
-                seen.mark("services")
+        def on_event(kind: str, child: dict[str, Any]) -> None:
+            name = child["metadata"]["name"]
+            if kind == "ADDED":
+                seen.live[resource].add(name)
+                ever.add(name)
+                if len(ever) == scenario.pods:
+                    seen.mark(resource)
+            elif kind == "DELETED":
+                seen.live[resource].discard(name)
+            cleaned()
+
+        return on_event
 
     def on_job(kind: str, job: dict[str, Any]) -> None:
         conditions = (job.get("status") or {}).get("conditions") or []
@@ -94,7 +90,11 @@ def watching(kube: Rest, namespace: str, scenario: Scenario) -> Iterator[Seen]:
     ready = threading.Semaphore(0)
     threads = [
         threading.Thread(target=follow, args=args, daemon=True)
-        for args in (("pods", on_pod), ("services", on_service), ("mxjobs", on_job))
+        for args in (
+            ("pods", on_child("pods", seen.pods)),
+            ("services", on_child("services", seen.services)),
+            ("mxjobs", on_job),
+        )
     ]
     for thread in threads:
         thread.start()

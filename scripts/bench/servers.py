@@ -49,12 +49,15 @@ def serve(kind: str, port: int, responses_dir: str | None) -> None:
 
     from app import server, settings
 
+    config = settings.from_env()
     if kind == "hook":
-        from app.web import app
+        from app.web import create_app
+
+        app = create_app(config)
     else:
         found = Path(responses_dir or ".").glob("*.response")
         app = _echo_app({int(p.stem): p.read_bytes() for p in found})
-    options = server.options(settings.from_env())
+    options = server.options(config)
     server.settle_memory()
     uvicorn.run(app, host=HOST, port=port, log_level="warning", **options)
 

@@ -1,5 +1,5 @@
 """The MXJob CRD in a real API server: it installs, admits every example and legacy manifest,
-and refuses each invalid case of contract section 2 with the CRD's own message."""
+and refuses each invalid case of docs/behaviour.md#validation with the CRD's own message."""
 
 import copy
 import json
@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from app.validation import MAX_REPLICAS
+from app.sizerule import MAX_REPLICAS
 from localcluster.apiserver import ApiServer, Binaries, KubectlError
 from localcluster.crds import MXJOB, MXJOB_CRD, install_crds
 from scripts import crd_pod_template

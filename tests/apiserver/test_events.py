@@ -43,7 +43,6 @@ from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 
-COMPONENT = REPO / "manifests" / "components" / "events" / "kustomization.yaml"
 EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
 AT_REST = 12  # seconds watched for writes at rest: three resyncs or more
@@ -86,11 +85,7 @@ def stack(
 
 def with_events(hook_url: str) -> dict[str, Any]:
     """Our CompositeController with the events component's child type, resyncing every RESYNC s."""
-    controller = composite_controller(hook_url)
-    component = yaml.safe_load(COMPONENT.read_text())
-    (operation,) = yaml.safe_load(component["patches"][0]["patch"])
-    assert operation["path"] == "/spec/childResources/-"
-    controller["spec"]["childResources"].append(operation["value"])
+    controller = composite_controller(hook_url, events=True)
     controller["spec"]["resyncPeriodSeconds"] = RESYNC
     return controller
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app import builders, kubeenv
+from app import kubeenv, template
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
@@ -73,7 +73,7 @@ def test_a_job_too_large_inline_is_refused_at_creation_and_runs_with_configmaps(
     assert refused.children() == {}
 
     created = apply_job(real_stack.apiserver, rest, namespace, _job(LONG_NAME[:-1] + "b", spec))
-    config_map = f"ConfigMap/{builders.config_map_name(created.name)}"
+    config_map = f"ConfigMap/{template.config_map_name(created.name)}"
 
     def started() -> dict[str, Any]:
         children = created.children()

@@ -37,7 +37,8 @@ QUIET_SECONDS = 5
 
 
 def without_scheduler() -> dict[str, Any]:
-    """examples/dist-cpu.yaml without its Scheduler: Servers need one (contract section 2)."""
+    """examples/dist-cpu.yaml without its Scheduler: Servers need one
+    (docs/behaviour.md#validation)."""
     job = manifest("examples/dist-cpu.yaml")
     del job["spec"]["mxReplicaSpecs"]["Scheduler"]
     return job

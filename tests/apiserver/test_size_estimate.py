@@ -1,4 +1,4 @@
-"""The size rule's estimate of a replica (app/validation.py, `replica_sync_bytes`) against what
+"""The size rule's estimate of a replica (app/sizerule.py, `replica_sync_bytes`) against what
 the real Metacontroller sends for it, under its default apply strategy and as shipped
 (server-side apply): a small job of each template shape runs on the real API server, and a
 running replica's pod and Service, as the API server returns them with managedFields (what
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from app import parsecost, validation
+from app import parsecost, sizerule
 from localcluster.rest import Rest
 from tests.support import jobs as s
 from tests.support.scenario import run_job
@@ -54,7 +54,7 @@ def test_the_estimate_bounds_a_replica_as_metacontroller_sends_it(
     smallest_json = _worker(real_stack, rest, namespace, "b", "smallest")
     measured_json = _worker(real_stack, rest, namespace, NAME, shape)
     smallest, measured = len(smallest_json), len(measured_json)
-    over, estimate = (validation.replica_sync_bytes(NAME, template(t)) for t in ("smallest", shape))
+    over, estimate = (sizerule.replica_sync_bytes(NAME, template(t)) for t in ("smallest", shape))
 
     strategy = "server-side apply" if real_stack.shipped else "dynamic-apply"
     figure(
@@ -67,7 +67,7 @@ def test_the_estimate_bounds_a_replica_as_metacontroller_sends_it(
 
     for sample, sent in (("smallest", smallest_json), (shape, measured_json)):
         cost = parsecost.parse_cost(sent)
-        cost_estimate = validation.replica_parse_cost(NAME, template(sample))
+        cost_estimate = sizerule.replica_parse_cost(NAME, template(sample))
         figure(
             f"{strategy}, {sample}: parse cost measured {cost:,}, estimate {cost_estimate:,} "
             f"({cost_estimate / cost:.2f}x)"

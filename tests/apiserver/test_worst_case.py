@@ -1,4 +1,4 @@
-"""The largest jobs validation admits (the size rule, app/validation.py), synced once every
+"""The largest jobs validation admits (the size rule, app/sizerule.py), synced once every
 child exists: the real API server admits each through the CRD, its children are what the API
 server and Metacontroller make of them (tests/support/worst_case.py), and the whole sync
 request goes through the real hook (`python -m app serve`, default settings) within its body
@@ -19,12 +19,12 @@ from typing import Any
 import orjson
 import pytest
 
-from app import parsecost, validation
-from app.builders import Layout
+from app import parsecost, sizerule, validation
 from app.children import LAST_APPLIED
 from app.defaults import SpecError
 from app.reconcile import sync
 from app.settings import Settings
+from app.template import Layout
 from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
@@ -120,15 +120,15 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
     assert "MXJobInvalidSpec" not in json.dumps(request["parent"]["status"])
     body = orjson.dumps(request)
 
-    estimate = validation.sync_request_bytes(name, typed, None, layout)
-    assert len(body) <= estimate <= validation.MAX_SYNC_BYTES
+    estimate = sizerule.sync_request_bytes(name, typed, None, layout)
+    assert len(body) <= estimate <= sizerule.MAX_SYNC_BYTES
     assert len(body) * 4 // 3 <= Settings().max_body_bytes
     # Its parse cost is at most the size rule's estimate, and the parse budget admits it with
     # room to spare, as Metacontroller sends it under either apply strategy: with its
     # last-applied annotations (dynamic-apply), and without them (server-side apply keeps
     # only managedFields).
-    cost_estimate = validation.sync_request_parse_cost(name, typed, None, layout)
-    assert cost_estimate <= validation.MAX_SYNC_PARSE_COST
+    cost_estimate = sizerule.sync_request_parse_cost(name, typed, None, layout)
+    assert cost_estimate <= sizerule.MAX_SYNC_PARSE_COST
     ssa = orjson.dumps(_without_last_applied(request))
     costs = {
         "dynamic-apply": parsecost.parse_cost(body),

@@ -16,7 +16,7 @@ import uvloop
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app import server, settings
+from app import server, settings, web
 from tests.support import jobs as s
 from tests.support.servers import Server, closed_by_peer, start
 
@@ -45,7 +45,7 @@ def test_the_stack_and_its_settings(http: str | None, protocol: type, on_uvloop:
     assert issubclass(options["http"], server.Deadlines)
     assert options["http"].head_seconds == config.header_timeout_seconds
     assert options["ws"] == "none"
-    loop = uvicorn.Config("app.web:app", **options).get_loop_factory()
+    loop = uvicorn.Config(web.create_app(config), **options).get_loop_factory()
     assert (loop is uvloop.new_event_loop) == on_uvloop
 
 

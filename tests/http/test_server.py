@@ -11,7 +11,9 @@ import pytest
 import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
+from app import web
 from app.server import GC_THRESHOLD, TICK_SECONDS, QuietServer
+from app.settings import Settings
 from tests.support.golden_cases import CASES, paths, times
 from tests.support.servers import serving
 
@@ -135,7 +137,7 @@ def test_the_idle_server_wakes_once_a_second_until_told_to_stop(
     """uvicorn wakes ten times a second to see a signal and renew its Date header; the hook's
     server once a second (docs/performance.md, "At rest"), and stops at the tick after a
     signal, as uvicorn's."""
-    quiet = QuietServer(uvicorn.Config("app.web:app"))
+    quiet = QuietServer(uvicorn.Config(web.create_app(Settings())))
     slept: list[float] = []
 
     async def sleep(seconds: float) -> None:
@@ -146,3 +148,15 @@ def test_the_idle_server_wakes_once_a_second_until_told_to_stop(
     asyncio.run(quiet.main_loop())
     assert slept == [TICK_SECONDS] * 3
     assert TICK_SECONDS == 1.0
+
+
+def test_uvicorn_lines_are_json_without_terminal_colours() -> None:
+    """uvicorn logs its start with a `color_message` (ANSI escapes) beside the message; the
+    hook's JSON lines carry the plain message alone."""
+    with serving({}) as hook:
+        hook.stop()
+        lines = [json.loads(line) for line in hook.log_lines()]
+    started = [line for line in lines if line["logger"] == "uvicorn.error"]
+    assert any(line["message"].startswith("Uvicorn running on") for line in started)
+    assert [key for line in lines for key in line if key == "color_message"] == []
+    assert [line for line in lines if "\x1b" in json.dumps(line, ensure_ascii=False)] == []

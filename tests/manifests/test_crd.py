@@ -1,4 +1,5 @@
-"""The MXJob CRD admits every example and legacy manifest and rejects each rule of section 2."""
+"""The MXJob CRD admits every example and legacy manifest and rejects each rule of
+docs/behaviour.md#validation."""
 
 import copy
 from pathlib import Path
@@ -8,7 +9,8 @@ import pytest
 import yaml
 
 from app.defaults import SpecError
-from app.validation import MAX_REPLICAS, validated_spec
+from app.sizerule import MAX_REPLICAS
+from app.validation import validated_spec
 from tests.support import FIXTURES, REPO
 from tests.support.crd_admission import CRD_FILE, NOT_CHECKED, admission_errors, rules
 

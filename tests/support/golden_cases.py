@@ -133,7 +133,7 @@ def released_0_1_0(answer: dict[str, Any]) -> dict[str, Any]:
             if theirs:
                 container["envFrom"] = theirs
             config_map = ours["configMapRef"]["name"]
-            # Our required key reference (builders.REQUIRED_KEY) goes: 0.1.0's own two
+            # Our required key reference (template.REQUIRED_KEY) goes: 0.1.0's own two
             # key references held its pods back for a ConfigMap without them.
             _required, mx_config, role, *rest = container["env"]
             head = [

@@ -3,8 +3,7 @@
 The `with-metacontroller` overlay installs Metacontroller from its release manifests, pinned by
 tag on GitHub. Tests have no network: `build_overlay` builds a copy of the overlay whose remote
 base is replaced by the same release's manifests in Metacontroller's source copy
-(`localcluster.realstack.metacontroller_source`: `$METACONTROLLER_SRC`,
-../shared/third_party/metacontroller, or the tag fetched into the cache), with the real
+(`localcluster.realstack.metacontroller_source` says where it is found), with the real
 kubectl's kustomize. Everything else in the overlay is built as it is.
 
 `kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh

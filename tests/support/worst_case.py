@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from app import envelope
-from app.builders import Layout
+from app.template import Layout
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests.support import jobs as s

@@ -1,4 +1,5 @@
-"""Contract section 3: names, labels, ports, restart policy and environment of children."""
+"""The contract's children (docs/behaviour.md#children): names, labels, ports, restart policy and
+environment of children."""
 
 import json
 from typing import Any
@@ -6,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app import builders, kubeenv
+from app import builders, kubeenv, observed, template
 from app.reconcile import sync
 from app.render import render
 from app.spec import ReplicaType
@@ -264,7 +265,7 @@ SAME_AS = {
     "golden/invalid-spec-running-job-fixed": "golden/invalid-spec-running-job",
     "golden/invalid-spec-failed-by-earlier-version": "golden/invalid-spec-running-job",
 }
-SHARED = {variable for variable, _ in builders.SHARED_PARTS}
+SHARED = {variable for variable, _ in template.SHARED_PARTS}
 
 
 def process_env(children: list[dict[str, Any]], shared: bool = True) -> dict[str, list[list[str]]]:
@@ -401,7 +402,7 @@ def test_config_map_holds_every_job_wide_variable_by_name() -> None:
         },
     }
     # Exactly the job-wide variables: `envFrom` imports every key as a variable.
-    assert tuple(builders.config_map(j)["data"]) == builders.JOB_ENV
+    assert tuple(builders.config_map(j)["data"]) == template.JOB_ENV
 
 
 def _released_pod(key: str, name: str = "mnist-mx-config") -> dict[str, Any]:
@@ -415,9 +416,9 @@ def _current_pod(name: str = "mnist-mx-config") -> dict[str, Any]:
     return {"spec": {"containers": [{"name": "side"}, {"name": "mxnet", "envFrom": env_from}]}}
 
 
-NONE = builders.Readers()
-OLD, WHOLE = builders.Readers(old_keys=True), builders.Readers(env_from=True)
-BOTH = builders.Readers(old_keys=True, env_from=True)
+NONE = observed.Readers()
+OLD, WHOLE = observed.Readers(old_keys=True), observed.Readers(env_from=True)
+BOTH = observed.Readers(old_keys=True, env_from=True)
 ODD_CONTAINERS = [None, {"env": [None, {"valueFrom": 1}], "envFrom": [None, {"configMapRef": 1}]}]
 ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
 
@@ -438,14 +439,14 @@ ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
     ],
 )
 def test_readers_says_how_pods_read_the_config_map(
-    pods: list[Any], found: builders.Readers
+    pods: list[Any], found: observed.Readers
 ) -> None:
-    assert builders.readers(pods, "mnist") == found
+    assert observed.readers(pods, "mnist") == found
 
 
-def _job_read(observed: builders.Readers) -> builders.JobContext:
+def _job_read(readers: observed.Readers) -> builders.JobContext:
     spec = validated_spec("mnist", train_spec(1, 2))
-    return builders.job_context("mnist", "team-a", spec, None, True, observed)
+    return builders.job_context("mnist", "team-a", spec, None, True, readers)
 
 
 def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> None:
@@ -481,7 +482,7 @@ def test_pods_of_both_layouts_each_find_their_keys() -> None:
     """A job with pods of both layouts (hooks of both versions answered it, as during a
     rolling upgrade): the ConfigMap holds both sets of keys."""
     data = builders.config_map(_job_read(BOTH))["data"]
-    assert tuple(data) == (*builders.JOB_ENV, "cluster", "labels")
+    assert tuple(data) == (*template.JOB_ENV, "cluster", "labels")
     assert data["cluster"] == data["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
     assert builders.config_map(_job_read(WHOLE)) == builders.config_map(_job_read(NONE))
 
@@ -493,7 +494,7 @@ def test_user_variables_named_like_ours_are_replaced() -> None:
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
     j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
     env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
-    ours = [builders.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
+    ours = [template.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
     assert [e["name"] for e in env] == [*ours, "KEEP"]
     assert env[-1] == {"name": "KEEP", "value": "1"}
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from app import names
-from app.builders import RESERVED_ENV
 from app.gang import SCHEDULER_PLUGINS, VOLCANO
 from app.reconcile import sync
+from app.template import RESERVED_ENV
 from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")

@@ -1,5 +1,6 @@
-"""Contract section 2: an invalid spec fails a job the hook never accepted, and is not terminal
-for a job that an edit broke (its children are kept exactly until the spec is valid again)."""
+"""The contract's validation (docs/behaviour.md#validation): an invalid spec fails a job the hook
+never accepted, and is not terminal for a job that an edit broke (its children are kept
+exactly until the spec is valid again)."""
 
 import copy
 import json

@@ -1,4 +1,4 @@
-"""The size rule (app/validation.py): MX_CONFIG fits a process's environment, a sync fits the
+"""The size rule (app/sizerule.py): MX_CONFIG fits a process's environment, a sync fits the
 body limit and the parse budget; the CRD's CEL form agrees with the hook."""
 
 import json
@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from app import builders, envelope, parsecost, validation
-from app.builders import Layout
+from app import builders, envelope, parsecost, sizerule, validation
 from app.defaults import SpecError, normalise
 from app.reconcile import sync
 from app.settings import Settings
 from app.spec import MXJobSpec
+from app.template import Layout
 from tests.support import jobs as s
 from tests.support.cel_size_rule import rule, sync_rule
 from tests.support.crd_admission import CRD_FILE, cel_errors
@@ -46,7 +46,7 @@ def admitted(name: str, spec: dict[str, Any], layout: Layout = Layout.CONFIG_MAP
 
 def largest(name: str, make: MakeSpec, layout: Layout = Layout.CONFIG_MAP) -> int:
     """The most replicas validation admits for this name and shape in `layout`."""
-    low, high = 3, validation.MAX_REPLICAS + 1
+    low, high = 3, sizerule.MAX_REPLICAS + 1
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if admitted(name, make(middle), layout) else (low, middle)
@@ -82,13 +82,13 @@ def test_every_admitted_sync_is_well_within_the_parse_budget(
     """The estimate of the largest admitted job's sync request, bytes and parse cost: both
     within their bounds, the parse cost an eighth under the hook's parse budget."""
     spec = MXJobSpec.model_validate(normalise(make(most)))
-    cost = validation.sync_request_parse_cost(name, spec)
+    cost = sizerule.sync_request_parse_cost(name, spec)
     print(
-        f"\n{name}/{most}: request {validation.sync_request_bytes(name, spec) / MiB:.1f} MiB, "
+        f"\n{name}/{most}: request {sizerule.sync_request_bytes(name, spec) / MiB:.1f} MiB, "
         f"parse cost {cost / MiB:.0f} MiB"
     )
-    assert validation.sync_request_bytes(name, spec) <= validation.MAX_SYNC_BYTES
-    assert cost <= validation.MAX_SYNC_PARSE_COST
+    assert sizerule.sync_request_bytes(name, spec) <= sizerule.MAX_SYNC_BYTES
+    assert cost <= sizerule.MAX_SYNC_PARSE_COST
 
 
 INLINE_HINT = "the CompositeController declares no ConfigMap children"
@@ -110,13 +110,13 @@ def test_the_largest_admitted_job_of_each_layout(
     change."""
     assert largest(name, make, layout) == most
     spec = MXJobSpec.model_validate(normalise(make(most)))
-    cost = validation.sync_request_parse_cost(name, spec, None, layout)
-    size = validation.sync_request_bytes(name, spec, None, layout)
+    cost = sizerule.sync_request_parse_cost(name, spec, None, layout)
+    size = sizerule.sync_request_bytes(name, spec, None, layout)
     print(
         f"\n{layout.value} {name}/{most}: request {size / MiB:.1f} MiB, parse cost {cost / MiB:.0f} MiB"
     )
-    assert size <= validation.MAX_SYNC_BYTES
-    assert cost <= validation.MAX_SYNC_PARSE_COST
+    assert size <= sizerule.MAX_SYNC_BYTES
+    assert cost <= sizerule.MAX_SYNC_PARSE_COST
     with pytest.raises(SpecError, match="the size rule: ") as refused:
         validation.validated_spec(name, make(most + 1), layout)
     assert (INLINE_HINT in str(refused.value)) is (layout is Layout.INLINE)
@@ -133,7 +133,7 @@ def test_1200_replicas_are_refused_inline_and_admitted_with_configmaps() -> None
     with pytest.raises(SpecError) as refused:
         validation.validated_spec(name, spec, Layout.INLINE)
     typed = MXJobSpec.model_validate(normalise(spec))
-    estimate = validation.sync_request_bytes(name, typed, None, Layout.INLINE)
+    estimate = sizerule.sync_request_bytes(name, typed, None, Layout.INLINE)
     assert estimate // MiB == 227
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
@@ -181,8 +181,8 @@ def test_the_layout_is_the_one_the_request_implies() -> None:
 
 
 def test_the_size_rule_keeps_an_eighth_of_the_hooks_parse_budget() -> None:
-    assert vars(validation)["PARSE_BUDGET"] is parsecost.PARSE_BUDGET
-    assert validation.MAX_SYNC_PARSE_COST == parsecost.PARSE_BUDGET * 7 // 8
+    assert vars(sizerule)["PARSE_BUDGET"] is parsecost.PARSE_BUDGET
+    assert sizerule.MAX_SYNC_PARSE_COST == parsecost.PARSE_BUDGET * 7 // 8
 
 
 # The largest jobs admitted before the size rule bounded the parse cost, whose sync
@@ -201,8 +201,8 @@ def test_a_job_whose_sync_the_hook_would_refuse_is_refused(
     make: MakeSpec, replicas: int, measured_mib: int
 ) -> None:
     spec = MXJobSpec.model_validate(normalise(make(replicas)))
-    assert validation.sync_request_bytes("a", spec) <= validation.MAX_SYNC_BYTES
-    assert validation.sync_request_parse_cost("a", spec) >= measured_mib * MiB
+    assert sizerule.sync_request_bytes("a", spec) <= sizerule.MAX_SYNC_BYTES
+    assert sizerule.sync_request_parse_cost("a", spec) >= measured_mib * MiB
     with pytest.raises(SpecError, match=r"the size rule: .* to parse, more than 420 MiB"):
         validation.validated_spec("a", make(replicas))
 
@@ -221,11 +221,11 @@ def test_mx_config_bytes_is_the_longest_mx_config(name: str, make: MakeSpec, mos
             for t, replica in spec.mxReplicaSpecs.items()
             for i in range(replica.replicas)
         )
-        assert builders.mx_config_bytes(name, spec) == longest
+        assert sizerule.mx_config_bytes(name, spec) == longest
 
 
 def test_linux_takes_the_longest_mx_config_and_not_a_byte_more() -> None:
-    fits = {"MX_CONFIG": "x" * validation.MAX_MX_CONFIG}
+    fits = {"MX_CONFIG": "x" * sizerule.MAX_MX_CONFIG}
     subprocess.run(["true"], env=fits, check=True, timeout=30)
     with pytest.raises(OSError, match="Argument list too long"):
         subprocess.run(["true"], env={"MX_CONFIG": fits["MX_CONFIG"] + "x"}, timeout=30)
@@ -241,14 +241,14 @@ def test_two_replicas_over_the_cap_nothing_fits() -> None:
             port = {"name": "mxjob-port", "containerPort": 1}
             replica["template"]["spec"]["containers"][0]["ports"] = [port]
         typed = MXJobSpec.model_validate(normalise(spec))
-        return builders.mx_config_bytes("a", typed) <= validation.MAX_MX_CONFIG
+        return sizerule.mx_config_bytes("a", typed) <= sizerule.MAX_MX_CONFIG
 
-    cap = validation.MAX_REPLICAS
+    cap = sizerule.MAX_REPLICAS
     assert [fits(n) for n in (cap, cap + 1, cap + 2)] == [True, True, False]
 
 
 def test_every_admitted_sync_fits_the_default_body_limit_with_room() -> None:
-    assert Settings().max_body_bytes >= validation.MAX_SYNC_BYTES * 4 // 3
+    assert Settings().max_body_bytes >= sizerule.MAX_SYNC_BYTES * 4 // 3
 
 
 def test_the_crd_holds_the_generated_cel_rules() -> None:
@@ -293,8 +293,8 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
     beyond = next(
         n
         for n in range(most + 1, most + 20)
-        if builders.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
-        > validation.MAX_MX_CONFIG + CEL_SLACK
+        if sizerule.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
+        > sizerule.MAX_MX_CONFIG + CEL_SLACK
     )
     assert _cel_refuses(name, make(beyond))
 
@@ -303,7 +303,7 @@ def test_parse_cost_message_names_the_rule_and_the_figures() -> None:
     make = train(shape="730-env-entries")
     with pytest.raises(SpecError) as refused:
         validation.validated_spec("a", make(189))
-    cost = validation.sync_request_parse_cost("a", MXJobSpec.model_validate(normalise(make(189))))
+    cost = sizerule.sync_request_parse_cost("a", MXJobSpec.model_validate(normalise(make(189))))
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
         f"job would take about {cost // MiB} MiB to parse, more than 420 MiB; use fewer "
@@ -316,7 +316,7 @@ def test_size_message_names_the_rule_and_the_figures() -> None:
         validation.validated_spec("a", train(env_bytes=20_000)(1006))
     assert str(refused.value) == (
         "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
-        f"job would carry about {validation.sync_request_bytes('a', _spec(1006)) // 2**20} MiB, "
+        f"job would carry about {sizerule.sync_request_bytes('a', _spec(1006)) // 2**20} MiB, "
         "more than 48 MiB; use fewer replicas or smaller pod templates"
     )
     assert json.dumps(str(refused.value))
@@ -344,7 +344,7 @@ MEASURED_DYNAMIC_APPLY = {
 
 @pytest.mark.parametrize(("shape", "measured"), MEASURED_DYNAMIC_APPLY.items())
 def test_the_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
-    assert validation.replica_sync_bytes("a", template(shape)) >= measured
+    assert sizerule.replica_sync_bytes("a", template(shape)) >= measured
 
 
 # The same replicas' parse_cost (app/parsecost.py), measured by the same test the same day;
@@ -363,32 +363,32 @@ MEASURED_PARSE_COST = {
 
 @pytest.mark.parametrize(("shape", "measured"), MEASURED_PARSE_COST.items())
 def test_the_parse_cost_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
-    assert validation.replica_parse_cost("a", template(shape)) >= measured
+    assert sizerule.replica_parse_cost("a", template(shape)) >= measured
 
 
 def test_remembered_estimates_are_the_estimates_and_stay_bounded() -> None:
     """A job is validated at every sync: its templates' estimates are remembered, keyed by
     their JSON and the name's length, so a changed template or name is estimated anew, a
     template orjson cannot write is estimated every time, and the memory stays bounded."""
-    validation._ESTIMATES.clear()
+    sizerule._ESTIMATES.clear()
     shapes = [template(shape) for shape in ("smallest", "730-env-entries", "three-sidecars")]
     for shaped in shapes:
         for name in ("a", "a" * 32):
-            direct = validation.replica_sync_bytes(name, shaped)
-            assert validation._replica_estimates(name, shaped) == (
+            direct = sizerule.replica_sync_bytes(name, shaped)
+            assert sizerule._replica_estimates(name, shaped) == (
                 direct,
-                validation.replica_parse_cost(name, shaped),
+                sizerule.replica_parse_cost(name, shaped),
             )
-    assert len(validation._ESTIMATES) == 6
+    assert len(sizerule._ESTIMATES) == 6
     huge = template("smallest")
     huge["metadata"] = {"annotations": {"n": "1"}, "x": 2**70}
-    assert validation._replica_estimates("a", huge)[0] == validation.replica_sync_bytes("a", huge)
-    assert len(validation._ESTIMATES) == 6
-    for i in range(validation._ESTIMATES_MOST * 2):
+    assert sizerule._replica_estimates("a", huge)[0] == sizerule.replica_sync_bytes("a", huge)
+    assert len(sizerule._ESTIMATES) == 6
+    for i in range(sizerule._ESTIMATES_MOST * 2):
         varied = template("smallest")
         varied["metadata"] = {"labels": {"i": str(i)}}
-        validation._replica_estimates("a", varied)
-    assert len(validation._ESTIMATES) <= validation._ESTIMATES_MOST
+        sizerule._replica_estimates("a", varied)
+    assert len(sizerule._ESTIMATES) <= sizerule._ESTIMATES_MOST
 
 
 def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() -> None:
@@ -421,20 +421,20 @@ def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() ->
 
 
 def test_remembered_layout_copies_are_the_walked_ones_and_stay_bounded() -> None:
-    validation._LAYOUTS.clear()
+    sizerule._LAYOUTS.clear()
     for n in (3, 500):
         for layout in (Layout.INLINE, Layout.RELEASE_0_1_0):
             typed = MXJobSpec.model_validate(normalise(train()(n)))
-            remembered = validation._layout_copies("a", typed, layout)
-            assert remembered == validation._layout_walked("a", typed, layout)
-            assert validation._layout_copies("a", typed, layout) is remembered
-    assert len(validation._LAYOUTS) == 4
+            remembered = sizerule._layout_copies("a", typed, layout)
+            assert remembered == sizerule._layout_walked("a", typed, layout)
+            assert sizerule._layout_copies("a", typed, layout) is remembered
+    assert len(sizerule._LAYOUTS) == 4
     long_label = s.train_spec(0, 1)
-    long_label["mxReplicaSpecs"]["Worker"]["label"] = "x" * (validation._ESTIMATES_KEY_MOST + 1)
+    long_label["mxReplicaSpecs"]["Worker"]["label"] = "x" * (sizerule._ESTIMATES_KEY_MOST + 1)
     typed = MXJobSpec.model_validate(normalise(long_label))
-    validation._layout_copies("a", typed, Layout.INLINE)
-    assert len(validation._LAYOUTS) == 4
-    for n in range(validation._ESTIMATES_MOST * 2):
+    sizerule._layout_copies("a", typed, Layout.INLINE)
+    assert len(sizerule._LAYOUTS) == 4
+    for n in range(sizerule._ESTIMATES_MOST * 2):
         typed = MXJobSpec.model_validate(normalise(train()(n + 3)))
-        validation._layout_copies("a", typed, Layout.INLINE)
-    assert len(validation._LAYOUTS) <= validation._ESTIMATES_MOST
+        sizerule._layout_copies("a", typed, Layout.INLINE)
+    assert len(sizerule._LAYOUTS) <= sizerule._ESTIMATES_MOST

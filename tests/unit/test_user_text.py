@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app import builders, envelope, kubeenv
+from app import envelope, kubeenv, template
 from app.render import INLINE_CHILD_TYPES, render
 from tests.support import REPO
 from tests.support import jobs as s
@@ -45,7 +45,7 @@ def tune_job(text: str) -> dict[str, Any]:
     """A tune job whose TunerServer's tuner-server-key annotation is `text` and whose
     TunerTracker's legacy label is LEGACY."""
     server = s.replica(2)
-    server["template"]["metadata"] = {"annotations": {builders.TUNER_SERVER_KEY: text} | ANNOTATION}
+    server["template"]["metadata"] = {"annotations": {template.TUNER_SERVER_KEY: text} | ANNOTATION}
     server["template"]["spec"]["containers"][0]["env"] = [THEIRS]
     tracker = s.replica(1) | {"label": LEGACY}
     specs = {"TunerTracker": tracker, "TunerServer": server, "Tuner": s.replica(1)}
@@ -98,7 +98,7 @@ def test_children_carry_the_templates_text_untouched(layout: str) -> None:
         if "tunerserver" not in pod["metadata"]["name"]:
             continue
         annotations = pod["metadata"]["annotations"]
-        assert annotations == {builders.TUNER_SERVER_KEY: text} | ANNOTATION
+        assert annotations == {template.TUNER_SERVER_KEY: text} | ANNOTATION
         assert pod["spec"]["containers"][0]["env"][-1] == THEIRS
 
 

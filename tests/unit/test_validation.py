@@ -1,4 +1,5 @@
-"""Contract section 2: every rule, with the message that names the field."""
+"""The contract's validation (docs/behaviour.md#validation): every rule, with the message that
+names the field."""
 
 import copy
 from collections.abc import Callable
