@@ -5,6 +5,8 @@ import pytest
 from app.digits import ascii_int
 
 
+# Like test_pods.py's test_count, whose `count` adds integers and a length bound: each
+# function keeps its own table.
 @pytest.mark.parametrize(
     ("text", "number"),
     [
