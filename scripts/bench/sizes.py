@@ -25,13 +25,13 @@ from pathlib import Path
 
 import orjson
 
+from app.parsecost import MiB
 from app.reconcile import sync
 from localcluster.ports import free_port
 from scripts.bench.workloads import Size, running_job_request
 from tests.support import jobs as s
 
 HOST = "127.0.0.1"
-MiB = 1024 * 1024
 JOBS = [
     (Size("small", 1, 2), 200),
     (Size("typical", 16, 64), 40),

@@ -22,6 +22,7 @@ import pytest
 from app import parsecost, sizerule, validation
 from app.children import LAST_APPLIED
 from app.defaults import SpecError
+from app.parsecost import MiB
 from app.reconcile import sync
 from app.settings import Settings
 from app.template import Layout
@@ -42,7 +43,6 @@ from tests.support.worst_case import create_parent, observed_everything, sample_
 # The hook's promise (docs/security.md#memory), half the Deployment's 1 GiB memory limit
 # (manifests/base/deployment.yaml); the rest of the limit is for the connections' buffers.
 PEAK_RSS_MIB = 512
-MiB = 1024 * 1024
 
 
 # The largest admitted job of each shape (tests/support/size_shapes.py; tests/unit/test_size_rule.py checks

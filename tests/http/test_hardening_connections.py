@@ -19,11 +19,11 @@ import pytest
 import yaml
 
 from app import envelope
+from app.parsecost import MiB
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.servers import Server, closed_by_peer, start, wait_for
 
-MiB = 1024 * 1024
 LIMIT_KIB = 512 * 1024  # the promise: the hook stays within 512 MiB of RSS
 NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
 

@@ -13,12 +13,12 @@ import orjson
 import pytest
 
 from app import parsecost
+from app.parsecost import MiB
 from tests.support import json_shapes
 from tests.support.servers import Server, start
 
 pytestmark = pytest.mark.slow
 
-MiB = 1024 * 1024
 # The promise: the hook stays within 512 MiB of RSS, half the Deployment's 1 GiB limit, the
 # costliest bodies the parse budget admits included (docs/security.md#memory).
 LIMIT_MIB = 512

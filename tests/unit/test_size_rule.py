@@ -10,6 +10,7 @@ import yaml
 
 from app import builders, envelope, parsecost, sizerule, validation
 from app.defaults import SpecError, normalise
+from app.parsecost import MiB
 from app.reconcile import sync
 from app.settings import Settings
 from app.spec import MXJobSpec
@@ -31,7 +32,6 @@ from tests.support.size_shapes import (
     workers,
 )
 
-MiB = 1024 * 1024
 CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
 CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request"
 
