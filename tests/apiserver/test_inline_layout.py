@@ -19,7 +19,7 @@ from localcluster.waiting import wait_for
 from tests.support import jobs as s
 from tests.support.scenario import Job, apply_job
 from tests.support.size_shapes import workers
-from tests.unit.test_user_text import ANNOTATION, expected_labels, tune_job
+from tests.support.user_text import ANNOTATION, expected_labels, tune_job
 
 from .conftest import RealStack
 

@@ -16,6 +16,7 @@ from app.render import INLINE_CHILD_TYPES, render
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.golden_cases import released_0_1_0
+from tests.support.user_text import ANNOTATION, THEIRS, expected_labels, tune_job
 
 # Each is a label as a user writes it; the kubelet would alter every one of them if it were
 # written into an env value as it is (`$$`, `$(DMLC_ROLE)`, a defined variable), or keep
@@ -33,23 +34,6 @@ TEXTS = [
     pytest.param('"\\$<&>', id="json-and-go-escapes"),
     pytest.param("gpu-a100", id="no-dollar"),
 ]
-# Another text for the legacy `label` of a second replica type, so both sources are checked
-# at once.
-LEGACY = "$(DMLC_NUM_WORKER)$$-$("
-# A template's own variable and annotation: the template's to write, passed on untouched.
-THEIRS = {"name": "MINE", "value": "$$-$(DMLC_ROLE)"}
-ANNOTATION = {"note": "$(DMLC_ROLE) $$"}
-
-
-def tune_job(text: str) -> dict[str, Any]:
-    """A tune job whose TunerServer's tuner-server-key annotation is `text` and whose
-    TunerTracker's legacy label is LEGACY."""
-    server = s.replica(2)
-    server["template"]["metadata"] = {"annotations": {template.TUNER_SERVER_KEY: text} | ANNOTATION}
-    server["template"]["spec"]["containers"][0]["env"] = [THEIRS]
-    tracker = s.replica(1) | {"label": LEGACY}
-    specs = {"TunerTracker": tracker, "TunerServer": server, "Tuner": s.replica(1)}
-    return s.mxjob({"jobMode": "MXTune", "mxReplicaSpecs": specs}, "tune")
 
 
 def _answer(job: dict[str, Any], layout: str) -> dict[str, Any]:
@@ -68,11 +52,6 @@ def _processes(children: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
         if pod["kind"] == "Pod"
         for container in pod["spec"]["containers"]
     }
-
-
-def expected_labels(text: str) -> dict[str, str]:
-    """MX_CONFIG's labels of `tune_job(text)`, as its processes must read them."""
-    return {"tunertracker": LEGACY, "tunerserver": text, "tuner": ""}
 
 
 @pytest.mark.parametrize("layout", ["inline", "configmap", "release-0.1.0"])
