@@ -1,5 +1,5 @@
 """docs/migrating-from-training-operator.md, followed to the letter on a cluster running the
-real training-operator v1.8.1 (tests/apiserver/training_operator.py: its release manifests,
+real training-operator v1.8.1 (localcluster/training_operator.py: its release manifests,
 its binary out of cluster with its Deployment's arguments, its webhook registered), on an API
 server of its own with an audit log and kube-controller-manager's garbage collector, then the
 real hook and Metacontroller with the with-metacontroller overlay's flags and adoption guard.
@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from localcluster import training_operator as to
 from localcluster.apiserver import ApiServer, Binaries, ClusterError, KubectlError, cluster
 from localcluster.kubelet import Kubelet
 from localcluster.ports import free_port
@@ -43,7 +44,6 @@ from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, shipped_flags
 from localcluster.waiting import wait_for
 
-from . import training_operator as to
 from .controllers import GARBAGE_COLLECTOR, kube_controllers
 from .documented import shell_block
 from .resources import CONTROLLER_UID
@@ -86,6 +86,7 @@ def stack(
                 go_tool("kube-controllers"), server, workdir / "gc.log", GARBAGE_COLLECTOR
             ),
             Rest(server) as rest,
+            to.certificates(),
         ):
             yield Stack(server, k8s_binaries, rest, release, metacontroller_binary, workdir, audit)
     except ClusterError as error:
