@@ -229,9 +229,9 @@ def cli(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--fleet",
-        default="0,10",
+        default="0,10,20",
         metavar="N,N,...",
-        help="the at-rest fleet sizes, ascending (default 0,10; '' for none)",
+        help="the at-rest fleet sizes, ascending (default 0,10,20; '' for none)",
     )
     parser.add_argument(
         "--fleet-shape", default="1/16/64", help="the fleet's jobs (default 1/16/64)"
