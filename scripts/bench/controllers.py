@@ -6,7 +6,7 @@ requests (the audit log) and where its Go runtime's figures are (its /metrics)."
 
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import httpx
 
@@ -40,10 +40,11 @@ class TrainingOperator:
     stack: Stack
     progress: Callable[[str], None]
     release: to.Release | None = None
-    port: int = field(default_factory=free_port)
+    port: int = 0  # its webhook server's, fixed once installed (the configuration names it)
 
     def installed(self) -> to.Release:
         if self.release is None:
+            self.port = free_port()
             self.progress(
                 "obtaining training-operator v1.8.1 (scripts/training-operator-binary.sh)"
             )

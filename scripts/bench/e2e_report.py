@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from scripts.bench.controllers import TRAINING_OPERATOR
-from scripts.bench.fleet import SETTLE_S, Idle, at, slope
+from scripts.bench.fleet import SETTLE_S, Idle, at, cluster_wide, requests_at, slope
 from scripts.bench.report import machine, table
 from scripts.bench.workloads import Scenario, Setting
 
@@ -162,7 +162,8 @@ def side_by_side(measures: list[Measure]) -> list[str]:
 IDLE: tuple[tuple[str, Callable[[Idle], float], int], ...] = (
     ("controller CPU, s per minute", lambda i: i.cpu, 3),
     ("hook calls per minute", lambda i: i.hook_calls, 1),
-    ("API requests per minute", lambda i: i.requests, 1),
+    ("API requests per minute on jobs and children", lambda i: i.requests, 1),
+    ("cluster-wide API requests per minute", lambda i: i.cluster_requests, 1),
 )
 
 
@@ -233,9 +234,10 @@ def targets_table(measures: list[Measure], idles: list[Idle]) -> list[str]:
     if ours_idle:
         calls = sum(i.hook_calls for i in ours_idle)
         row("at rest: 0 hook calls", f"{calls:.0f} in {len(ours_idle)} windows", calls == 0)
-        per_1000 = at(ours_idle, 1000, lambda i: i.requests)
+        per_1000 = requests_at(ours_idle, 1000)
         row("at rest: ≤ 1 API request a minute per 100 jobs (1,000 jobs, extrapolated: ≤ 10)",
-            f"{per_1000:.1f} a minute", per_1000 <= 10)  # fmt: skip
+            f"{per_1000:.1f} a minute ({cluster_wide(ours_idle):.1f} of them cluster-wide)",
+            per_1000 <= 10)  # fmt: skip
     return table(["target (ours as shipped)", "figure", "met"], rows)
 
 

@@ -149,20 +149,16 @@ def hook_log(log: Path, namespace: str) -> list[tuple[int, float]]:
     return out
 
 
-def audited(
-    log: Path, offset: int, namespace: str | None, agent: str = "metacontroller"
-) -> Counter[str]:
-    """The requests of the controller whose user agent starts with `agent`, in `namespace`
-    (None: anywhere) since `offset`, by verb."""
+def audited(log: Path, offset: int, namespace: str, agent: str = "metacontroller") -> Counter[str]:
+    """The controller's requests (its user agent starts with `agent`) in `namespace` since
+    `offset`, by verb."""
     verbs: Counter[str] = Counter()
     with log.open("rb") as lines:
         lines.seek(offset)
         for line in lines:
             event = json.loads(line)
             ref = event.get("objectRef") or {}
-            if namespace is not None and ref.get("namespace") != namespace:
-                continue
-            if event.get("userAgent", "").startswith(agent):
+            if ref.get("namespace") == namespace and event.get("userAgent", "").startswith(agent):
                 verbs[event["verb"]] += 1
     return verbs
 
