@@ -176,10 +176,12 @@ def at_rest_table(idles: list[Idle], shape: str) -> list[str]:
         for idle in mine:
             rows.append([name, f"{idle.jobs}", *(f"{idle.per_minute(v(idle)):,.{d}f}"
                          for _, v, d in IDLE), f"{idle.rss_mib:,.0f}"])  # fmt: skip
-        rows.append([name, "each job adds (slope)",
-                     *(f"{slope(mine, v):,.{d + 2}f}" for _, v, d in IDLE), "-"])  # fmt: skip
-        rows.append([name, "1,000 jobs (extrapolated)",
-                     *(f"{at(mine, 1000, v):,.{d}f}" for _, v, d in IDLE), "-"])  # fmt: skip
+        # Cluster-wide requests do not grow with the jobs: their mean, not a slope.
+        slopes = [f"{slope(mine, v):,.{d + 2}f}" for _, v, d in IDLE[:-1]]
+        rows.append([name, "each job adds (slope)", *slopes, "-", "-"])
+        rows.append([name, "1,000 jobs (extrapolated; cluster-wide: the mean)",
+                     *(f"{at(mine, 1000, v):,.{d}f}" for _, v, d in IDLE[:-1]),
+                     f"{cluster_wide(mine):,.1f}", "-"])  # fmt: skip
     header = ["controller", f"running {shape} jobs", *(label for label, _, _ in IDLE),
               "controller RSS, MiB"]  # fmt: skip
     return table(header, rows)
