@@ -96,8 +96,9 @@ image-push:
 	    --label org.opencontainers.image.version=$(VERSION) -t $(IMAGE):$(VERSION) --push .
 
 # The whole stack (kube-apiserver, etcd, Metacontroller v4.17.2, the hook) from `kubectl apply`
-# to Running, Metacontroller's defaults beside the shipped flags; rewrites its part of
-# docs/performance.md, which says how long a run takes (BENCH_ARGS=--quick for 1/1/2 and
+# to Running and Succeeded, Metacontroller's defaults beside the shipped flags and
+# training-operator v1.8.1 beside both, then a fleet of running jobs at rest; rewrites its part
+# of docs/performance.md, which says how long a run takes (BENCH_ARGS=--quick for 1/1/2 and
 # 1/16/64 only; BENCH_ARGS=--configmap for the 1/100/1000 job's whole life with MX_CONFIG inline,
 # the per-job ConfigMap under Metacontroller's default apply strategy, and as shipped).
 bench-e2e: $(VENV)/.dev

@@ -156,15 +156,54 @@ def hook_log(log: Path, namespace: str) -> list[tuple[int, float]]:
     ]
 
 
-def audited(log: Path, offset: int, namespace: str) -> Counter[str]:
-    """Metacontroller's requests in `namespace` since `offset`, by verb."""
+def audited(log: Path, offset: int, namespace: str, agent: str = "metacontroller") -> Counter[str]:
+    """The controller's requests (its user agent starts with `agent`) in `namespace` since
+    `offset`, by verb."""
     verbs: Counter[str] = Counter()
     with log.open("rb") as lines:
         lines.seek(offset)
         for line in lines:
             event = json.loads(line)
             ref = event.get("objectRef") or {}
-            agent = event.get("userAgent", "")
-            if ref.get("namespace") == namespace and agent.startswith("metacontroller"):
+            if ref.get("namespace") == namespace and event.get("userAgent", "").startswith(agent):
                 verbs[event["verb"]] += 1
     return verbs
+
+
+def memory_mib(pid: int) -> tuple[float, float]:
+    """A process's peak and current resident memory (VmHWM, VmRSS), MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    peak, now = (int(fields[k].split()[0]) / 1024 for k in ("VmHWM", "VmRSS"))
+    return peak, now
+
+
+class LoadAverage:
+    """The machine's 1-minute load average (/proc/loadavg), sampled every 10 s while in use:
+    `seen` is the range over the run (other work shares the machine)."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while True:
+            self.samples.append(float(Path("/proc/loadavg").read_text().split()[0]))
+            if self._stop.wait(10):
+                return
+
+    def __enter__(self) -> "LoadAverage":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def seen(self) -> str:
+        if not self.samples:
+            return "not sampled"
+        return f"{min(self.samples):.1f} to {max(self.samples):.1f}"

@@ -198,9 +198,9 @@ class Scenario:
 
 SCENARIOS = (
     Scenario("small 1/1/2", 1, 1, 2, 120),
-    Scenario("typical 1/16/64", 1, 16, 64, 300),
+    Scenario("typical 1/16/64", 1, 16, 64, 300, life=True),
     Scenario("20 small jobs 1/2/2", 20, 2, 2, 300),
-    Scenario("large 1/100/1000", 1, 100, 1000, 1200),
+    Scenario("large 1/100/1000", 1, 100, 1000, 1200, life=True),
     Scenario("life 1/100/1000", 1, 100, 1000, 1200, life=True),
 )
 

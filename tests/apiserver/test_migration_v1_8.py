@@ -1,5 +1,5 @@
 """docs/migrating-from-training-operator.md, followed to the letter on a cluster running the
-real training-operator v1.8.1 (tests/apiserver/training_operator.py: its release manifests,
+real training-operator v1.8.1 (localcluster/training_operator.py: its release manifests,
 its binary out of cluster with its Deployment's arguments, its webhook registered), on an API
 server of its own with an audit log and kube-controller-manager's garbage collector, then the
 real hook and Metacontroller with the with-metacontroller overlay's flags and adoption guard.
@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+from localcluster import training_operator as to
 from localcluster.apiserver import ApiServer, Binaries, ClusterError, KubectlError, cluster
 from localcluster.kubelet import Kubelet
 from localcluster.ports import free_port
@@ -46,8 +47,6 @@ from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import run_as_user, shell_block
 from tests.support.jobs import one_worker_job
 from tests.support.resources import CONTROLLER_UID
-
-from . import training_operator as to
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
 LEGACY = "legacy"
@@ -86,6 +85,7 @@ def stack(
                 go_tool("kube-controllers"), server, workdir / "gc.log", GARBAGE_COLLECTOR
             ),
             Rest(server) as rest,
+            to.certificates(),
         ):
             yield Stack(server, k8s_binaries, rest, release, metacontroller_binary, workdir, audit)
     except ClusterError as error:

@@ -1,5 +1,6 @@
 """Kubeflow training-operator v1.8.1 (scripts/training-operator-binary.sh: built from the Go
-module proxy, its release manifests from the same module) on this tier's loopback API server.
+module proxy, its release manifests from the same module) on the loopback API server, for the
+migration tests (tests/apiserver/test_migration_v1_8.py) and the side-by-side of `make bench-e2e`.
 
 Its standalone install (`kubectl kustomize manifests/overlays/standalone` of the release) is
 applied as released, with two changes a cluster does not need: the ValidatingWebhookConfiguration
@@ -8,10 +9,12 @@ certificate Secret is filled with a pair for that address (the release's cert ro
 valid pair and injects its CA into the configuration itself). The process runs out of cluster
 with the arguments of the Deployment as stored (the test plays the kubelet); its certificates
 are where the Deployment mounts the Secret, /tmp/k8s-webhook-server/serving-certs (a path the
-release's rotator fixes)."""
+release's rotator fixes): `certificates()` holds a lock on it, so that two runs on one machine
+take turns instead of overwriting each other's pair."""
 
 import base64
 import datetime
+import fcntl
 import json
 import shutil
 import subprocess
@@ -23,12 +26,11 @@ from typing import Any
 
 import yaml
 
-from localcluster import buildscript
-from localcluster.apiserver import ApiServer, ClusterError, http_ok, running, wait_until
-from localcluster.pki import webhook_pki
-from localcluster.ports import free_ports
+from . import REPO, buildscript
+from .apiserver import ApiServer, ClusterError, http_ok, running, wait_until
+from .pki import webhook_pki
+from .ports import free_ports
 
-REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "training-operator-binary.sh"
 NAMESPACE = "kubeflow"
 DEPLOYMENT = "training-operator"
@@ -36,6 +38,7 @@ WEBHOOKS = "validator.training-operator.kubeflow.org"
 MXJOB_WEBHOOK = "validator.mxjob.training-operator.kubeflow.org"
 SECRET = "training-operator-webhook-cert"
 CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # pkg/cert/cert.go, certDir
+CERT_LOCK = Path("/tmp/k8s-webhook-server.lock")
 USER_AGENT = "training-operator/"  # client-go's default: the binary's name
 
 
@@ -109,6 +112,18 @@ def unmount() -> None:
     shutil.rmtree(CERT_DIR.parent, ignore_errors=True)
 
 
+@contextmanager
+def certificates() -> Iterator[None]:
+    """The fixed certificate directory held for this run (another waits for it), removed on
+    the way out."""
+    with CERT_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            unmount()
+
+
 def deployment_args(server: ApiServer) -> list[str]:
     """The training-operator container's arguments in the stored Deployment."""
     deployment = server.get("deployment", DEPLOYMENT, f"-n={NAMESPACE}")
@@ -121,6 +136,7 @@ class Process:
     log: Path
     process: subprocess.Popen[bytes]
     args: tuple[str, ...]
+    metrics_url: str = ""
 
 
 @contextmanager
@@ -141,7 +157,7 @@ def run(
     with running([*env, *command], log) as process:
         ready = f"http://127.0.0.1:{health}/readyz"
         wait_until(lambda: http_ok(ready), process, log, "training-operator")
-        yield Process(log, process, tuple(args))
+        yield Process(log, process, tuple(args), f"http://127.0.0.1:{metrics}/metrics")
 
 
 def writes(audit_log: Path, since: int = 0) -> list[dict[str, Any]]:
