@@ -51,7 +51,7 @@ from scripts.bench.e2e_report import (
     report,
     summary,
 )
-from scripts.bench.fleet import Idle, fleet
+from scripts.bench.fleet import Idle, Plan, fleet
 from scripts.bench.observe import (
     LoadAverage,
     Seen,
@@ -294,7 +294,7 @@ def main(argv: list[str]) -> int:
     # Last: once installed, its webhook refuses MXJob writes whenever it is down.
     rival_settings = [Setting(TRAINING_OPERATOR, ())] if args.training_operator else []
     sizes = tuple(int(n) for n in args.fleet.split(",")) if args.fleet else ()
-    shape = fleet_shape(args.fleet_shape)
+    plan = Plan(fleet_shape(args.fleet_shape), sizes, args.window)
     started_at = time.monotonic()
 
     def progress(line: str) -> None:
@@ -315,8 +315,7 @@ def main(argv: list[str]) -> int:
                     measures.append(measure(stack, kube, audit_log, scenario, setting, progress,
                                             rival, args.pprof))  # fmt: skip
                 if sizes and (setting is shipped or setting.name == TRAINING_OPERATOR):
-                    idles += at_rest(stack, kube, audit_log, setting, shape, sizes, args.window,
-                                     rival, progress)  # fmt: skip
+                    idles += at_rest(stack, kube, audit_log, setting, plan, rival, progress)
     seconds = time.monotonic() - started_at
     marks = (CONFIGMAP_START, CONFIGMAP_END) if args.configmap else (START, END)
     if args.configmap:
@@ -336,9 +335,7 @@ def at_rest(
     kube: Kube,
     audit_log: Path,
     setting: Setting,
-    shape: Scenario,
-    sizes: tuple[int, ...],
-    window: float,
+    plan: Plan,
     rival: TrainingOperator,
     progress: Callable[[str], None],
 ) -> list[Idle]:
@@ -353,7 +350,7 @@ def at_rest(
     def clear() -> None:
         cleanup(kube, *namespaces)
 
-    return fleet(stack, audit_log, setting, shape, sizes, window, rival, run_jobs, clear, progress)
+    return fleet(stack, audit_log, setting, plan, rival, run_jobs, clear, progress)
 
 
 if __name__ == "__main__":

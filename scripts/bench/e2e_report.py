@@ -298,6 +298,7 @@ def request_mb(m: Measure) -> list[float]:
     return [float(size) for size, _ in m.synced]
 
 
+# A column table like COLUMNS, of other facts (a job's whole life, row by row).
 LIFE: tuple[tuple[str, Callable[[Measure], str]], ...] = (
     ("request bytes per sync, MB (10⁶), median / max", lambda m: spread(request_mb(m), 1e6, 1)),
     ("hook time per sync, ms, median / max", lambda m: spread([t for _, t in m.synced], 1, 0)),

@@ -44,25 +44,33 @@ class Idle:
         return value * 60 / self.seconds
 
 
+@dataclass(frozen=True)
+class Plan:
+    """The fleet: its jobs' shape, the fleet sizes measured in turn, the idle window in s."""
+
+    shape: Scenario
+    sizes: tuple[int, ...]
+    window: float
+
+
 def fleet(
     stack: Stack,
     audit_log: Path,
     setting: Setting,
-    shape: Scenario,
-    sizes: tuple[int, ...],
-    window: float,
+    plan: Plan,
     rival: TrainingOperator,
     run_jobs: Callable[[Scenario], str],
     clear: Callable[[], None],
     progress: Callable[[str], None],
 ) -> list[Idle]:
-    """Idle windows over fleets of each size in `sizes` (ascending) of one controller;
+    """Idle windows over fleets of each size in `plan.sizes` (ascending) of one controller;
     `run_jobs` applies jobs in a new namespace and returns once they all run, `clear` deletes
     them (while the controller runs or after, as `Running.clean_while_running` says)."""
+    shape, window = plan.shape, plan.window
     out = []
     running = 0
     with started(stack, setting, setting.flags, rival) as controller:
-        for size in sizes:
+        for size in plan.sizes:
             if size > running:
                 more = Scenario(shape.name, size - running, shape.servers, shape.workers,
                                 shape.timeout * (size - running))  # fmt: skip
