@@ -164,3 +164,30 @@ def test_a_finished_job_keeps_only_the_schedulers_service() -> None:
     assert any(c["type"] == "Succeeded" for c in finished["status"]["conditions"])
     assert s.names(s.services_of(finished)) == ["mnist-scheduler-0"]
     assert "mnist-worker-0" in s.names(s.pods_of(finished))
+
+
+@pytest.mark.parametrize(
+    ("value", "pod", "restarts"),
+    [
+        pytest.param("all", "mnist-worker-1-r1", 1, id="all-the-service-remembers"),
+        pytest.param("scheduler", "mnist-worker-1", 0, id="scheduler-nothing-remembers"),
+    ],
+)
+def test_a_worker_whose_every_pod_was_deleted(value: str, pod: str, restarts: int) -> None:
+    job = train(value, policy="ExitCode")
+    _, answer = running(job, created(job))
+    killed = {n: s.pod_status("Running") for n in ALL} | {
+        "mnist-worker-1": s.pod_status("Failed", exit_code=137)
+    }
+    _, answer = s.step(job, answer, killed, s.later(90), tuple(CONFIG_MAPS))
+    replaced = killed | {"mnist-worker-1-r1": s.pod_status("Running")}
+    _, answer = s.step(job, answer, replaced, s.later(120), tuple(CONFIG_MAPS))
+    assert "mnist-worker-1-r1" in s.names(s.pods_of(answer))
+    # Someone deletes worker 1's pod: the next sync sees none of its pods.
+    gone = answer | {
+        "children": [c for c in answer["children"] if c["metadata"]["name"] != "mnist-worker-1-r1"]
+    }
+    _, answer = s.step(job, gone, replaced, s.later(150), tuple(CONFIG_MAPS))
+    workers = [n for n in s.names(s.pods_of(answer)) if n.startswith("mnist-worker-1")]
+    assert workers == [pod]
+    assert answer["status"]["restartCount"] == restarts
