@@ -190,6 +190,7 @@ def test_a_job_with_the_schedulers_service_only_succeeds(harness: Harness) -> No
     assert [s["metadata"]["name"] for s in services] == [f"{JOB}-scheduler-0"]
     assert run.running() == []
 
+
 def test_tiny_model_trains_to_the_same_weights_on_every_worker(harness: Harness) -> None:
     run = harness.run(mxjob(JOB, "train", free_port()))
 
