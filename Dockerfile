@@ -1,5 +1,5 @@
 # The sync hook's image: the runtime requirements and the `app` package, nothing else.
-# Checked without a Docker engine by tests/test_dockerfile.py (hadolint and a parse of this file).
+# Checked without a Docker engine by tests/manifests/test_dockerfile.py (hadolint and a parse of this file).
 FROM python:3.11.10-slim-bookworm
 
 # `make image` and the release workflow add org.opencontainers.image.version (app.__version__).

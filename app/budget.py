@@ -4,11 +4,9 @@ import anyio
 
 
 class ByteBudget:
-    """Bytes reserved by requests in flight, from before their body is read until their
-    answer has been handed to the connection. A reservation either fits now (`try_take`),
-    waits for room (`take`), or, for an answer that already exists, overdraws (`force`);
-    `until_room` lets work that would make a new answer wait while the budget is overdrawn,
-    so that at most one answer is ever beyond it."""
+    """Bytes reserved by requests in flight, from before their body is read until their answer
+    is handed on: `try_take` fits now, `take` waits, `force` overdraws for an answer that exists,
+    so at most one answer is ever beyond it (docs/reliability.md#deadlines-and-budgets)."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity, self.used = capacity, 0

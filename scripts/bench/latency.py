@@ -55,7 +55,7 @@ from localcluster.rest import Rest as Kube
 from localcluster.rest import path
 from localcluster.stack import ADOPTION_GUARD, Stack, shipped_flags
 from scripts.bench.e2e import TYPE_LABEL, cleanup, mark_pods, new_namespace
-from scripts.bench.observe import Seen, wait_for, watching
+from scripts.bench.observe import Seen, json_lines, wait_for, watching
 from scripts.bench.report import machine, table
 from scripts.bench.workloads import SCENARIOS, Scenario, mxjob
 
@@ -122,17 +122,9 @@ def audit_events(log: Path, offset: int, namespace: str) -> list[dict[str, Any]]
 def hook_syncs(log: Path, namespace: str, job: str) -> list[Sync]:
     """The job's syncs from the hook's log: a line per answer, at its end, with its duration."""
     out = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(entry, dict) or (entry.get("namespace"), entry.get("job")) != (
-            namespace,
-            job,
-        ):
-            continue
-        if entry.get("status") == 200 and "duration_ms" in entry:
+    for entry in json_lines(log):
+        mine = (entry.get("namespace"), entry.get("job")) == (namespace, job)
+        if mine and entry.get("status") == 200 and "duration_ms" in entry:
             answered = stamp(entry["time"])
             out.append(Sync(answered - float(entry["duration_ms"]) / 1000, answered))
     return sorted(out, key=lambda s: s.received)
@@ -140,16 +132,12 @@ def hook_syncs(log: Path, namespace: str, job: str) -> list[Sync]:
 
 def sync_starts(log: Path, namespace: str, job: str) -> list[float]:
     """When a Metacontroller worker took the job (its `Sync` line at level 4)."""
-    out = []
-    for line in log.read_text(errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        ref = entry.get("object") if isinstance(entry, dict) else None
-        if entry.get("msg") == "Sync" and ref == {"name": job, "namespace": namespace}:
-            out.append(float(entry["ts"]))
-    return out
+    ref = {"name": job, "namespace": namespace}
+    return [
+        float(entry["ts"])
+        for entry in json_lines(log)
+        if entry.get("msg") == "Sync" and entry.get("object") == ref
+    ]
 
 
 def _is(event: dict[str, Any], resource: str, subresource: str | None, name: str) -> bool:

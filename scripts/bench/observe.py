@@ -133,20 +133,27 @@ def hook_syncs(url: str) -> float:
     )
 
 
-def hook_log(log: Path, namespace: str) -> list[tuple[int, float]]:
-    """(request bytes, milliseconds) of every sync the hook answered for `namespace`, from its
-    JSON log lines (`body_bytes`, `duration_ms`)."""
-    out = []
+def json_lines(log: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a log, one a line; other lines (a start-up message) are skipped."""
     for line in log.read_text(errors="replace").splitlines():
         try:
             entry = json.loads(line)
         except ValueError:
             continue
-        if not isinstance(entry, dict) or entry.get("namespace") != namespace:
-            continue
-        if entry.get("status") == 200 and "body_bytes" in entry:
-            out.append((int(entry["body_bytes"]), float(entry["duration_ms"])))
-    return out
+        if isinstance(entry, dict):
+            yield entry
+
+
+def hook_log(log: Path, namespace: str) -> list[tuple[int, float]]:
+    """(request bytes, milliseconds) of every sync the hook answered for `namespace`, from its
+    JSON log lines (`body_bytes`, `duration_ms`)."""
+    return [
+        (int(entry["body_bytes"]), float(entry["duration_ms"]))
+        for entry in json_lines(log)
+        if entry.get("namespace") == namespace
+        and entry.get("status") == 200
+        and "body_bytes" in entry
+    ]
 
 
 def audited(log: Path, offset: int, namespace: str) -> Counter[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from localcluster.ports import free_port
-from tests import support as s
+from tests.support import jobs as s
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"

@@ -15,7 +15,7 @@ import yaml
 from app.children import LAST_APPLIED
 from app.envelope import CONFIG_MAP
 from app.reconcile import sync
-from tests import support as s
+from tests.support import jobs as s
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -39,6 +39,7 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, shipped_flags
+from tests.support.cluster_errors import fail_on_cluster_error
 
 HERE = Path(__file__).parent
 METACONTROLLERS = ("defaults", "shipped")
@@ -96,8 +97,7 @@ def real_stack(
     shipped = request.param == "shipped"
     workdir = tmp_path_factory.mktemp(f"real-stack-{request.param}")
     flags = shipped_flags() if shipped else ()
-    failure = None
-    try:
+    with fail_on_cluster_error():
         install_crds(apiserver)
         delete_jobs(apiserver)
         if shipped:
@@ -108,10 +108,6 @@ def real_stack(
             install_controller(apiserver, hook.url)
             with run_metacontroller(metacontroller_binary, apiserver, workdir, flags) as running:
                 yield RealStack(apiserver, hook, running, shipped)
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -120,14 +116,8 @@ def apiserver(
 ) -> Iterator[ApiServer]:
     """A real kube-apiserver backed by etcd, on loopback, for the whole session."""
     workdir = tmp_path_factory.mktemp("apiserver")
-    failure = None
-    try:
-        with cluster(k8s_binaries, workdir) as server:
-            yield server
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
+    with fail_on_cluster_error(), cluster(k8s_binaries, workdir) as server:
+        yield server
 
 
 @pytest.fixture

@@ -37,6 +37,8 @@ def test_server_side_apply_of_namespace_and_configmap(apiserver: ApiServer) -> N
     assert managers == {"mxjob-tests": "Apply"}
 
 
+# A literal object like the PodGroup of test_crd_admission.py: different kinds, kept inline
+# so each test shows what it sends.
 def test_invalid_pod_name_is_rejected_with_the_servers_message(
     apiserver: ApiServer, namespace: str
 ) -> None:

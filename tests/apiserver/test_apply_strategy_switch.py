@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from app.children import LAST_APPLIED
-from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.realstack import (
     Hook,
@@ -33,8 +33,8 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, release_0_1_0_flags, shipped_flags
 from localcluster.waiting import wait_for
-
-from .scenario import Job, content, manifest, run_job
+from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.scenario import Job, content, manifest, run_job
 
 DYNAMIC = release_0_1_0_flags()  # Metacontroller's default apply strategy
 SETTLED = 3  # syncs of the job answered after a (re)start before its children are compared
@@ -57,20 +57,18 @@ def stack(
     k8s_binaries: Binaries, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("apply-strategy")
-    failure = None
-    try:
-        with cluster(k8s_binaries, workdir) as server, serve_hook(workdir) as hook:
-            install_crds(server)
-            install_controller(server, hook.url)
-            controller = composite_controller(hook.url)
-            controller["spec"]["resyncPeriodSeconds"] = RESYNC
-            server.apply(controller)
-            server.kubectl("apply", "-f", str(ADOPTION_GUARD))
-            yield Stack(server, hook, metacontroller_binary, workdir)
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
+    with (
+        fail_on_cluster_error(),
+        cluster(k8s_binaries, workdir) as server,
+        serve_hook(workdir) as hook,
+    ):
+        install_crds(server)
+        install_controller(server, hook.url)
+        controller = composite_controller(hook.url)
+        controller["spec"]["resyncPeriodSeconds"] = RESYNC
+        server.apply(controller)
+        server.kubectl("apply", "-f", str(ADOPTION_GUARD))
+        yield Stack(server, hook, metacontroller_binary, workdir)
 
 
 @contextmanager

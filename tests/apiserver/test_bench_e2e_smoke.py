@@ -6,9 +6,8 @@ timing: it checks that every figure of the table is measured, not how large it i
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import REPO
 
 
 def test_the_end_to_end_bench_measures_a_small_job() -> None:

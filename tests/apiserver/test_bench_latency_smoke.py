@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from scripts.bench.latency import PARTS
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 # The watch sees the status a few ms after the API server answered the update, and the bench's
 # clock starts when the marking threads returned, a few ms after the pod write's answer: tens
 # of ms apart on a loaded machine (measured up to 0.06 s), never a whole part.

@@ -18,12 +18,13 @@ import pytest
 from app import kubeenv, template
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support import FIXTURES
+from tests.support.scenario import State, apply, apply_job, expected_children, manifest
 
 from .conftest import RealStack
-from .scenario import REPO, State, apply, apply_job, expected_children, manifest
 
 EXAMPLE = "examples/dist-cpu.yaml"
-RELEASED = json.loads((REPO / "tests" / "fixtures" / "env-0.1.0.json").read_text())
+RELEASED = json.loads((FIXTURES / "env-0.1.0.json").read_text())
 # A user's own data, and what a ConfigMap written by hand for DMLC processes would hold.
 THEIRS = {"mine": "a user's own data", "DMLC_NUM_WORKER": "8", "DMLC_PS_ROOT_PORT": "1"}
 

@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from app.events import MAX_AGE_SECONDS
-from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.kubelet import Kubelet
 from localcluster.realstack import (
@@ -40,8 +40,9 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import shipped_flags
 from localcluster.waiting import wait_for
+from tests.support import REPO
+from tests.support.cluster_errors import fail_on_cluster_error
 
-REPO = Path(__file__).resolve().parents[2]
 EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
 AT_REST = 12  # seconds watched for writes at rest: three resyncs or more
@@ -72,17 +73,14 @@ def stack(
     flags = (*shipped_flags(), *RESYNCING) if request.param == "shipped" else ()
     audit = workdir / "audit.log"
     ttl = (f"--event-ttl={EVENT_TTL}s",)
-    failure = None
-    try:
-        with cluster(k8s_binaries, workdir, audit_log=audit, flags=ttl) as server:
-            install_crds(server)
-            install_controller(server, "http://127.0.0.1:9")  # Metacontroller's CRDs; no hook yet
-            with run_metacontroller(metacontroller_binary, server, workdir, flags):
-                yield Stack(server, workdir, audit)
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
+    with (
+        fail_on_cluster_error(),
+        cluster(k8s_binaries, workdir, audit_log=audit, flags=ttl) as server,
+    ):
+        install_crds(server)
+        install_controller(server, "http://127.0.0.1:9")  # Metacontroller's CRDs; no hook yet
+        with run_metacontroller(metacontroller_binary, server, workdir, flags):
+            yield Stack(server, workdir, audit)
 
 
 def with_events(hook_url: str) -> dict[str, Any]:

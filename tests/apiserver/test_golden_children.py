@@ -11,9 +11,8 @@ import yaml
 
 from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import MXJOB, install_crds
-from tests.golden_cases import CASES, paths
-
-from .resources import CONTROLLER_UID, as_written, kind_key, owner_reference
+from tests.support.golden_cases import CASES, paths
+from tests.support.resources import CONTROLLER_UID, as_written, kind_key, owner_reference
 
 pytestmark = pytest.mark.apiserver
 

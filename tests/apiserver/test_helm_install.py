@@ -15,8 +15,8 @@ import yaml
 from app import __version__
 from localcluster.apiserver import ApiServer, Binaries, KubectlError, cluster
 from localcluster.realstack import metacontroller_crds
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "mxjob-controller"
 NAMESPACE = "mxjob-system"
 # Helm keeps each release in a Secret, which the API server caps at 1 MiB.

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.realstack import (
     Hook,
@@ -36,9 +36,9 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-
-from .documented import authorization
-from .scenario import CREATED, State, apply_job, expected_children, manifest, pods
+from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.documented import authorization
+from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 TOKEN = "s3cr3t-hook-token-0123456789abcdef"
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
@@ -82,8 +82,7 @@ def stack(
     token_file = workdir / "token"
     token_file.write_text(f"{TOKEN}\n")  # as a mounted Secret holds it, newline and all
     ref = authorization()["secretRef"]
-    failure = None
-    try:
+    with fail_on_cluster_error():
         env = {"MXJOB_AUTH_TOKEN_FILE": str(token_file)}
         with cluster(k8s_binaries, workdir) as server, serve_hook(workdir, env) as hook:
             install_crds(server)
@@ -93,10 +92,6 @@ def stack(
             server.apply(secret_with(ref, TOKEN))
             server.apply(with_token(hook.url))
             yield Stack(server, hook, ref, metacontroller_binary, workdir)
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
 
 
 def outcomes(hook: Hook) -> dict[str, float]:

@@ -16,12 +16,12 @@ from app import kubeenv, template
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-from tests import support as s
-from tests.size_shapes import workers
-from tests.test_user_text import ANNOTATION, expected_labels, tune_job
+from tests.support import jobs as s
+from tests.support.scenario import Job, apply_job
+from tests.support.size_shapes import workers
+from tests.support.user_text import ANNOTATION, expected_labels, tune_job
 
 from .conftest import RealStack
-from .scenario import Job, apply_job
 
 # A 32-letter name: `inline-` and 25 letters.
 LONG_NAME = "inline-" + "a" * 25

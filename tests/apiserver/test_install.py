@@ -16,14 +16,13 @@ from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import metacontroller_crds
 from localcluster.waiting import wait_for
-from tests.kustomize import documents, with_components
+from tests.support import FIXTURES, REPO
+from tests.support.controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
+from tests.support.documented import authorization
+from tests.support.kustomize import documents, with_components
 
-from .controllers import AGGREGATION, GARBAGE_COLLECTOR, kube_controllers
-from .documented import authorization
-
-REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "mxjob-controller"
-KUBEFLOW_ROLES = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow-roles.yaml"
+KUBEFLOW_ROLES = FIXTURES / "kubeflow" / "kubeflow-roles.yaml"
 EXAMPLE = REPO / "examples" / "single-worker.yaml"
 
 

@@ -1,7 +1,7 @@
 """The one-command install (`manifests/overlays/with-metacontroller`) on a real API server.
 
 Built with the real `kubectl kustomize`, Metacontroller's release manifests taken from the
-local copy of v4.17.2 in place of the pinned GitHub base (tests/kustomize.py), and applied with
+local copy of v4.17.2 in place of the pinned GitHub base (tests/support/kustomize.py), and applied with
 `kubectl apply` as docs/install.md says, to an API server of its own (it installs our
 CompositeController for the in-cluster Service, which the shared server's real stack must not
 get).
@@ -15,9 +15,9 @@ import pytest
 
 from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.stack import ADOPTION_GUARD
-from tests.kustomize import build_overlay, metacontroller_manifests
+from tests.support import REPO
+from tests.support.kustomize import build_overlay, metacontroller_manifests
 
-REPO = Path(__file__).resolve().parents[2]
 OVERLAY = "with-metacontroller"
 ADDED = [
     "--cache-flush-interval=0",

@@ -23,11 +23,11 @@ from localcluster.kubelet import Kubelet
 from localcluster.ports import free_port
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support import REPO
+from tests.support.scenario import CREATED, RUNNING, Job, State, manifest, pods, run_job
 
 from .conftest import RealStack
-from .scenario import CREATED, RUNNING, Job, State, manifest, pods, run_job
 
-REPO = Path(__file__).resolve().parents[2]
 COMPONENT = REPO / "manifests" / "components" / "kube-state-metrics"
 RULES = REPO / "manifests" / "components" / "monitoring" / "prometheusrule.yaml"
 ACCOUNT = "system:serviceaccount:kube-system:kube-state-metrics"

@@ -31,10 +31,10 @@ from localcluster.crds import MXJOB_CRD
 from localcluster.kubelet import Kubelet
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support import REPO
 
 from .conftest import RealStack
 
-REPO = Path(__file__).resolve().parents[2]
 MXJOB = "MXJob"
 WAIT = 60  # seconds for a condition; a sync takes well under one on this stack
 POLL = 1

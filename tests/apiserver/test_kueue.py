@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.kubelet import Kubelet
 from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue
@@ -26,10 +26,11 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-from tests.kustomize import hook_objects
-
-from .controllers import AGGREGATION, kube_controllers
-from .scenario import REPO, Job, apply_job, manifest
+from tests.support import REPO
+from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.controllers import AGGREGATION, kube_controllers
+from tests.support.kustomize import hook_objects
+from tests.support.scenario import Job, apply_job, manifest
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -56,6 +57,8 @@ def kueue_controller(hook_url: str) -> dict[str, Any]:
     return controller
 
 
+# Each tier's stack fixture has this signature shape; the components it starts differ, and
+# the shared part lives in tests/support (cluster, fail_on_cluster_error).
 @pytest.fixture(scope="module")
 def stack(
     k8s_binaries: Binaries,
@@ -64,8 +67,7 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[KueueStack]:
     workdir = tmp_path_factory.mktemp("kueue")
-    failure = None
-    try:
+    with fail_on_cluster_error():
         progress("obtaining Kueue (scripts/kueue-binary.sh)")
         parts = obtain_kueue(progress)
         with cluster(k8s_binaries, workdir) as server, Rest(server) as rest:
@@ -76,10 +78,6 @@ def stack(
                 server.apply(kueue_controller(hook.url))
                 with run_metacontroller(metacontroller_binary, server, workdir):
                     yield KueueStack(server, rest, hook, parts.rbac)
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
 
 
 def namespace(stack: KueueStack, name: str) -> str:

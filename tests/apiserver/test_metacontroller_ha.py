@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.kubelet import Kubelet
 from localcluster.realstack import (
@@ -43,8 +43,17 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, leader_election_flags, shipped_flags
 from localcluster.waiting import wait_for
-
-from .scenario import CREATED, RUNNING, Job, State, apply_job, expected_children, manifest, pods
+from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.scenario import (
+    CREATED,
+    RUNNING,
+    Job,
+    State,
+    apply_job,
+    expected_children,
+    manifest,
+    pods,
+)
 
 WORKERS = 100  # 103 pods, 103 Services and a ConfigMap: creation takes seconds
 LEASE = "metacontroller"  # --leader-election-id, in --leader-election-namespace
@@ -111,8 +120,7 @@ def ha(
     k8s_binaries: Binaries, metacontroller_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     workdir = tmp_path_factory.mktemp("metacontroller-ha")
-    failure = None
-    try:
+    with fail_on_cluster_error():
         audit = workdir / "audit.log"
         with (
             cluster(k8s_binaries, workdir, audit_log=audit) as server,
@@ -134,10 +142,6 @@ def ha(
             wait_for(found.leader, "the first replica leads", TAKEOVER, lambda r: r is first)
             found.start_replica()
             yield found
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
 
 
 def big_job() -> dict[str, Any]:

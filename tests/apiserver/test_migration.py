@@ -21,7 +21,6 @@ hook and Metacontroller. What it shows:
    clean-up by label removes a finished job's old pods and Services and leaves the job."""
 
 import json
-import os
 import re
 import subprocess
 from collections.abc import Callable, Iterator
@@ -32,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import ApiServer, Binaries, ClusterError, KubectlError, cluster
+from localcluster.apiserver import ApiServer, Binaries, KubectlError, cluster
 from localcluster.crds import MXJOB_CRD
 from localcluster.realstack import (
     Hook,
@@ -43,19 +42,21 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support import FIXTURES, REPO
+from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
+from tests.support.documented import run_as_user, shell_block
+from tests.support.jobs import one_worker_job
+from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
-from .controllers import GARBAGE_COLLECTOR, kube_controllers
-from .documented import shell_block
-from .scenario import CREATED, State, apply_job, expected_children, manifest, pods
-
-REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
-OLD_CRD = REPO / "tests" / "fixtures" / "training-operator" / "kubeflow.org_mxjobs.yaml"
+OLD_CRD = FIXTURES / "training-operator" / "kubeflow.org_mxjobs.yaml"
 NAMESPACE = "legacy"
 IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it here
 STAMP = "2024-01-15T10:00:00Z"
 
 
+# Like test_migration_v1_8.py's Stack: each guide's stack holds what its tests read.
 @dataclass(frozen=True)
 class Stack:
     server: ApiServer
@@ -72,19 +73,14 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("migration")
-    failure = None
-    try:
-        with (
-            cluster(k8s_binaries, workdir) as server,
-            kube_controllers(
-                go_tool("kube-controllers"), server, workdir / "gc.log", GARBAGE_COLLECTOR
-            ),
-        ):
-            yield Stack(server, k8s_binaries, metacontroller_binary, workdir)
-    except ClusterError as error:
-        failure = str(error)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
+    with (
+        fail_on_cluster_error(),
+        cluster(k8s_binaries, workdir) as server,
+        kube_controllers(
+            go_tool("kube-controllers"), server, workdir / "gc.log", GARBAGE_COLLECTOR
+        ),
+    ):
+        yield Stack(server, k8s_binaries, metacontroller_binary, workdir)
 
 
 def switching_commands() -> list[str]:
@@ -94,16 +90,8 @@ def switching_commands() -> list[str]:
 
 
 def shell(stack: Stack, script: str) -> subprocess.CompletedProcess[str]:
-    """A command of the page run as a user would, in the repository, kubectl on PATH."""
-    env = {
-        **os.environ,
-        "PATH": f"{stack.binaries.kubectl.parent}:{os.environ['PATH']}",
-        "KUBECONFIG": str(stack.server.kubeconfig),
-    }
-    return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+    """A command of the page run as a user would (`documented.run_as_user`)."""
+    return run_as_user(script, stack.binaries.kubectl, stack.server.kubeconfig)
 
 
 def owner(job: dict[str, Any]) -> dict[str, Any]:
@@ -137,27 +125,7 @@ def store_job(server: ApiServer, name: str, phase: str) -> dict[str, Any]:
     """A one-Worker MXJob, its pod and its Service as training-operator v1.7 left them: the
     job `Running` (its pod running) or `Succeeded` (its pod exited 0, kept: cleanPodPolicy
     None, training-operator's default)."""
-    job = {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "mxnet", "image": IMAGE, "args": ["--kv-store", "local"]}
-                            ]
-                        }
-                    },
-                }
-            },
-        },
-    }
+    job = one_worker_job(name, IMAGE) | {"metadata": {"name": name, "namespace": NAMESPACE}}
     server.kubectl("create", "-f", "-", input=yaml.safe_dump(job))
     stored = server.get("mxjob", name, f"-n={NAMESPACE}")
     done = phase == "Succeeded"

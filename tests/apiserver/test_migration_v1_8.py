@@ -19,7 +19,6 @@ What it shows, in order:
    Metacontroller both write the pods of a new job."""
 
 import json
-import os
 import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -42,13 +41,14 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, shipped_flags
 from localcluster.waiting import wait_for
+from tests.support import REPO
+from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
+from tests.support.documented import run_as_user, shell_block
+from tests.support.jobs import one_worker_job
+from tests.support.resources import CONTROLLER_UID
 
 from . import training_operator as to
-from .controllers import GARBAGE_COLLECTOR, kube_controllers
-from .documented import shell_block
-from .resources import CONTROLLER_UID
 
-REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
 LEGACY = "legacy"
 IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it here
@@ -96,49 +96,21 @@ def stack(
         pytest.fail(failure, pytrace=False)
 
 
-def job(name: str) -> dict[str, Any]:
-    """A one-Worker MXJob, as a user of training-operator would submit it."""
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "jobMode": "MXTrain",
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {"name": "mxnet", "image": IMAGE, "args": ["--kv-store", "local"]}
-                            ]
-                        }
-                    },
-                }
-            },
-        },
-    }
-
-
 def submit(server: ApiServer, namespace: str, name: str) -> subprocess.CompletedProcess[str]:
     """`kubectl create` of a job, as its user would; the result, refused or not."""
     return server.kubectl(
-        "create", f"-n={namespace}", "-f", "-", input=yaml.safe_dump(job(name)), check=False
+        "create",
+        f"-n={namespace}",
+        "-f",
+        "-",
+        input=yaml.safe_dump(one_worker_job(name, IMAGE)),
+        check=False,
     )
 
 
 def shell(stack: Stack, script: str) -> subprocess.CompletedProcess[str]:
-    """A command of the page run as a user would, in the repository, kubectl on PATH."""
-    env = {
-        **os.environ,
-        "PATH": f"{stack.binaries.kubectl.parent}:{os.environ['PATH']}",
-        "KUBECONFIG": str(stack.server.kubeconfig),
-    }
-    return subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+    """A command of the page run as a user would (`documented.run_as_user`)."""
+    return run_as_user(script, stack.binaries.kubectl, stack.server.kubeconfig)
 
 
 def conditions(server: ApiServer, namespace: str, name: str) -> dict[str, str]:

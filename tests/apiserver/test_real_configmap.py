@@ -18,14 +18,15 @@ from localcluster.ports import free_port
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-from tests.golden_cases import released_0_1_0
+from tests.support import FIXTURES
+from tests.support.golden_cases import released_0_1_0
+from tests.support.scenario import State, apply_job, expected_children, manifest
 
 from .conftest import RealStack
-from .scenario import REPO, State, apply_job, expected_children, manifest
 
 EXAMPLE = "examples/dist-cpu.yaml"
-BEFORE = json.loads((REPO / "tests" / "fixtures" / "env-before-configmap.json").read_text())
-RELEASED = json.loads((REPO / "tests" / "fixtures" / "env-0.1.0.json").read_text())
+BEFORE = json.loads((FIXTURES / "env-before-configmap.json").read_text())
+RELEASED = json.loads((FIXTURES / "env-0.1.0.json").read_text())
 SHARED = {variable for variable, _ in template.SHARED_PARTS}
 JSON = "application/json"
 
@@ -71,7 +72,7 @@ def test_the_configmap_comes_first_and_processes_read_what_they_did(
 @contextmanager
 def answering_as_release_0_1_0(hook_url: str, namespace: str) -> Iterator[str]:
     """A loopback proxy in front of the hook that answers the jobs of `namespace` as release
-    0.1.0 did (tests/golden_cases.py's `released_0_1_0`): the job's ConfigMap with the keys
+    0.1.0 did (tests/support/golden_cases.py's `released_0_1_0`): the job's ConfigMap with the keys
     `cluster` and `labels`, every pod reading them through `configMapKeyRef`. Its URL."""
     client = httpx.Client(base_url=hook_url, timeout=120, trust_env=False)
 

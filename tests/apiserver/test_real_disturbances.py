@@ -11,10 +11,20 @@ import yaml
 from localcluster.kubelet import Kubelet
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support.resources import crd_without_rules
+from tests.support.scenario import (
+    CREATED,
+    RUNNING,
+    Job,
+    State,
+    apply_job,
+    content,
+    manifest,
+    pods,
+    run_job,
+)
 
 from .conftest import RealStack
-from .resources import crd_without_rules
-from .scenario import CREATED, RUNNING, Job, State, apply_job, content, manifest, pods, run_job
 
 DIST = "mnist-dist-cpu"
 ALL = tuple(f"{DIST}-{r}" for r in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1"))

@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 
 from localcluster.rest import Rest
+from tests.support import FIXTURES, REPO
+from tests.support.scenario import State, apply_job, expected_children, manifest
 
 from .conftest import RealStack
-from .scenario import REPO, State, apply_job, expected_children, manifest
 
 MANIFESTS = [
     *sorted((REPO / "examples").glob("*.yaml")),
-    *sorted((REPO / "tests" / "fixtures" / "legacy").glob("*.yaml")),
+    *sorted((FIXTURES / "legacy").glob("*.yaml")),
 ]
 TYPE = "training.kubeflow.org/replica-type"
 INDEX = "training.kubeflow.org/replica-index"

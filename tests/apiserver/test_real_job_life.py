@@ -12,9 +12,9 @@ import pytest
 from localcluster.kubelet import Kubelet
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support.scenario import CREATED, RUNNING, Job, State, manifest, pods, run_job
 
 from .conftest import RealStack
-from .scenario import CREATED, RUNNING, Job, State, manifest, pods, run_job
 
 DIST = "mnist-dist-cpu"
 ALL = tuple(f"{DIST}-{r}" for r in ("scheduler-0", "server-0", "server-1", "worker-0", "worker-1"))

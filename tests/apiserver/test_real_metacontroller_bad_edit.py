@@ -4,7 +4,6 @@ every child; once the edit is reverted it carries on with the very same pods and
 
 import copy
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,11 +12,11 @@ import yaml
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB, MXJOB_CRD, install_crds
 from localcluster.waiting import wait_for
+from tests.support import REPO
+from tests.support.resources import without_rules
 
 from .conftest import RealStack
-from .resources import without_rules
 
-REPO = Path(__file__).resolve().parents[2]
 JOB = REPO / "examples" / "dist-cpu.yaml"
 
 

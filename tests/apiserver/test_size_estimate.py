@@ -14,11 +14,11 @@ import pytest
 
 from app import parsecost, sizerule
 from localcluster.rest import Rest
-from tests import support as s
-from tests.size_shapes import SHAPES, template
+from tests.support import jobs as s
+from tests.support.scenario import run_job
+from tests.support.size_shapes import SHAPES, template
 
 from .conftest import RealStack
-from .scenario import run_job
 
 NAME = "a"
 

@@ -1,6 +1,6 @@
 """The largest jobs validation admits (the size rule, app/sizerule.py), synced once every
 child exists: the real API server admits each through the CRD, its children are what the API
-server and Metacontroller make of them (tests/apiserver/worst_case.py), and the whole sync
+server and Metacontroller make of them (tests/support/worst_case.py), and the whole sync
 request goes through the real hook (`python -m app serve`, default settings) within its body
 limit, answered 200 with every child kept, within Metacontroller's webhook timeout and with
 the hook's peak RSS under PEAK_RSS_MIB, the request's parse cost within the size rule's
@@ -22,31 +22,30 @@ import pytest
 from app import parsecost, sizerule, validation
 from app.children import LAST_APPLIED
 from app.defaults import SpecError
+from app.parsecost import MiB
 from app.reconcile import sync
 from app.settings import Settings
 from app.template import Layout
 from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
-from tests import support as s
-from tests.size_shapes import (
+from tests.support import jobs as s
+from tests.support.resources import kind_key
+from tests.support.size_shapes import (
     INLINE_LARGEST,
     LARGEST,
     RELEASE_0_1_0_LARGEST,
     MakeSpec,
     train,
 )
-
-from .resources import kind_key
-from .worst_case import create_parent, observed_everything, sample_children
+from tests.support.worst_case import create_parent, observed_everything, sample_children
 
 # The hook's promise (docs/security.md#memory), half the Deployment's 1 GiB memory limit
 # (manifests/base/deployment.yaml); the rest of the limit is for the connections' buffers.
 PEAK_RSS_MIB = 512
-MiB = 1024 * 1024
 
 
-# The largest admitted job of each shape (tests/size_shapes.py; tests/test_size_rule.py checks
+# The largest admitted job of each shape (tests/support/size_shapes.py; tests/unit/test_size_rule.py checks
 # each is the largest), but those whose request is smaller than another's of the same kind.
 SMALLER = {"five-letter-name", "longest-name", "tune-job", "one-letter-name-port-1"}
 WORST = [

@@ -27,11 +27,11 @@ from e2e.cluster import preflight
 from e2e.jobs import mxjob, single_worker
 from e2e.kubelet import Report
 from e2e.runner import JobRun, run_job
-from localcluster.apiserver import ClusterError
 from localcluster.ports import free_port
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.stack import Stack, real_stack, shipped_flags
+from tests.support.cluster_errors import fail_on_cluster_error
 
 pytestmark = pytest.mark.mxnet
 
@@ -110,8 +110,7 @@ class Harness:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """The real stack, one Metacontroller with the shipped flags, for the module."""
-    failure = None
-    try:
+    with fail_on_cluster_error():
         preflight()
         workdir = tmp_path_factory.mktemp("stack")
         with (
@@ -119,10 +118,6 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             running.metacontroller(shipped_flags()),
         ):
             yield running
-    except ClusterError as err:
-        failure = str(err)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
 
 
 @pytest.fixture

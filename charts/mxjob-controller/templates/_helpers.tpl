@@ -1,7 +1,7 @@
 {{/*
 Every object is read from the project's own manifests (files/ links to manifests/base,
 metacontroller/ and manifests/components/monitoring) and the values are applied on top, so the
-chart cannot drift from them; tests/test_chart.py compares the two object by object.
+chart cannot drift from them; tests/manifests/test_chart.py compares the two object by object.
 */}}
 
 {{/* Helm's labels, added to each object's own. */}}

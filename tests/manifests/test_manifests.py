@@ -1,0 +1,439 @@
+"""Every overlay builds into objects the API server and Metacontroller accept; so do the hook's
+children in the golden files."""
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from app import __version__
+from tests.support import REPO
+from tests.support.kustomize import (
+    MissingMetacontrollerSource,
+    documents,
+    metacontroller_manifests,
+    needs_metacontroller_source,
+    with_components,
+)
+from tests.support.overlays import HOOK_LABELS, IMAGE, KUEUE, LAYOUT, build
+
+OVERLAYS = REPO / "manifests" / "overlays"
+KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
+# The oldest release the install supports: CEL rules with `reason` and `fieldPath` came in 1.28.
+OLDEST = "1.28.0"
+# ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) came in 1.30: the adoption guard.
+OLDEST_WITH_GUARD = "1.30.0"
+GUARD = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
+# Cluster-scoped objects only some overlays add: Kubeflow's aggregated roles.
+OVERLAY_CLUSTER_SCOPED = {
+    "kubeflow": {"ClusterRole"},
+    "kueue": {"ClusterRole"},
+    "with-metacontroller": GUARD,
+}
+
+
+def the(overlay: str, kind: str) -> dict[str, Any]:
+    (found,) = (doc for doc in build(overlay) if doc["kind"] == kind)
+    return found
+
+
+def test_every_overlay_is_covered() -> None:
+    assert sorted(p.name for p in OVERLAYS.iterdir()) == sorted(LAYOUT)
+
+
+def buildable(overlay: str) -> bool:
+    """False for an overlay whose build needs Metacontroller's source where there is none."""
+    if not needs_metacontroller_source(overlay):
+        return True
+    try:
+        metacontroller_manifests()
+    except MissingMetacontrollerSource:
+        return False
+    return True
+
+
+def built_in_objects() -> list[Any]:
+    """One case per object and Kubernetes version; without Metacontroller's source, one case
+    for the overlays that need it, which fails (it never passes nor skips) naming
+    METACONTROLLER_SRC, and collection goes on."""
+    return [
+        pytest.param(overlay, n, version, id=f"{overlay}-{kind}-{version}")
+        for overlay in LAYOUT
+        for n, kind in (
+            [(n, d["kind"]) for n, d in enumerate(build(overlay))]
+            if buildable(overlay)
+            else [(-1, "needs-METACONTROLLER_SRC")]
+        )
+        if kind != "CompositeController"
+        for version in (
+            OLDEST_WITH_GUARD if overlay == "with-metacontroller" else OLDEST,
+            KUBERNETES,
+        )[: 1 if n < 0 else 2]
+    ]
+
+
+def test_the_adoption_guard_needs_kubernetes_1_30() -> None:
+    (policy,) = (
+        d for d in build("with-metacontroller") if d["kind"] == "ValidatingAdmissionPolicy"
+    )
+    with pytest.raises(kubernetes_validate.SchemaNotFoundError):
+        kubernetes_validate.validate(policy, "1.29.0", strict=True)
+
+
+@pytest.mark.parametrize(("overlay", "index", "version"), built_in_objects())
+def test_built_in_object_is_valid_kubernetes(overlay: str, index: int, version: str) -> None:
+    kubernetes_validate.validate(build(overlay)[index], version, strict=True)
+
+
+def test_crd_needs_kubernetes_1_28() -> None:
+    with pytest.raises(kubernetes_validate.ValidationError, match="fieldPath"):
+        kubernetes_validate.validate(
+            the("standalone", "CustomResourceDefinition"), "1.27.0", strict=True
+        )
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        pytest.param(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "x"},
+                "spec": {"port": 80},
+            },
+            id="unknown-field",
+        ),
+        pytest.param(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "spec": {"minAvailable": []},
+            },
+            id="wrong-type",
+        ),
+    ],
+)
+def test_kubernetes_validation_is_strict(doc: dict[str, Any]) -> None:
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+
+
+def closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+STRING = {"type": "string"}
+INT32 = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
+GO_DURATION = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"}
+REFERENCE = closed({"name": STRING, "namespace": STRING, "key": STRING}, "name", "namespace")
+# Metacontroller's CompositeController (metacontroller.k8s.io/v1alpha1) as its CRD
+# (deploy/helm/metacontroller/crds/metacontroller-crds-v1.yaml) and docs/src/api define it, with
+# every object closed so that a misspelt field fails instead of being pruned.
+WEBHOOK = closed(
+    {
+        "url": STRING,
+        "timeout": GO_DURATION,
+        "path": {"type": "string", "pattern": "^/"},
+        "service": closed(
+            {"name": STRING, "namespace": STRING, "port": INT32, "protocol": STRING},
+            "name",
+            "namespace",
+        ),
+        "etag": closed(
+            {
+                "enabled": {"type": "boolean"},
+                "cacheTimeoutSeconds": INT32,
+                "cacheCleanupSeconds": INT32,
+            }
+        ),
+        "caBundle": closed({"inline": STRING, "secretRef": REFERENCE, "configMapRef": REFERENCE}),
+        "responseUnMarshallMode": {"enum": ["loose", "strict"]},
+    }
+)
+HOOKS = ("customize", "sync", "finalize", "preUpdateChild", "postUpdateChild")
+HOOK = closed({"version": {"enum": ["v1", "v2"]}, "webhook": WEBHOOK})
+CHILD = closed(
+    {
+        "apiVersion": STRING,
+        "resource": STRING,
+        "updateStrategy": closed(
+            {
+                "method": {
+                    "enum": ["OnDelete", "Recreate", "InPlace", "RollingRecreate", "RollingInPlace"]
+                },
+                "statusChecks": closed(
+                    {
+                        "conditions": {
+                            "type": "array",
+                            "items": closed(
+                                {"type": STRING, "status": STRING, "reason": STRING}, "type"
+                            ),
+                        }
+                    }
+                ),
+            }
+        ),
+    },
+    "apiVersion",
+    "resource",
+)
+COMPOSITE_CONTROLLER = closed(
+    {
+        "apiVersion": {"const": "metacontroller.k8s.io/v1alpha1"},
+        "kind": {"const": "CompositeController"},
+        # Cluster-scoped: a namespace here would be a kustomize mistake.
+        "metadata": closed(
+            {"name": STRING, "labels": {"type": "object"}, "annotations": {"type": "object"}},
+            "name",
+        ),
+        "spec": closed(
+            {
+                "parentResource": closed(
+                    {
+                        "apiVersion": STRING,
+                        "resource": STRING,
+                        "revisionHistory": closed(
+                            {"fieldPaths": {"type": "array", "items": STRING}}
+                        ),
+                    },
+                    "apiVersion",
+                    "resource",
+                ),
+                "childResources": {"type": "array", "items": CHILD},
+                "hooks": closed(dict.fromkeys(HOOKS, HOOK)),
+                "resyncPeriodSeconds": INT32,
+                "generateSelector": {"type": "boolean"},
+            },
+            "parentResource",
+        ),
+    },
+    "apiVersion",
+    "kind",
+    "metadata",
+    "spec",
+)
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_composite_controller_follows_metacontroller_api(overlay: str) -> None:
+    jsonschema.Draft202012Validator(COMPOSITE_CONTROLLER).validate(
+        the(overlay, "CompositeController")
+    )
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        pytest.param({"parentResource": {"apiVersion": "v1", "resources": "x"}}, id="misspelt"),
+        pytest.param(
+            {
+                "parentResource": {"apiVersion": "v1", "resource": "x"},
+                "hooks": {"sync": {"webhook": {"timeout": "10"}}},
+            },
+            id="timeout-without-unit",
+        ),
+    ],
+)
+def test_composite_controller_schema_is_strict(spec: dict[str, Any]) -> None:
+    doc = {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": "x"},
+        "spec": spec,
+    }
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(COMPOSITE_CONTROLLER).validate(doc)
+
+
+@pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
+def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> None:
+    namespace, _, podgroup = layout
+    in_place, on_delete = {"method": "InPlace"}, {"method": "OnDelete"}
+    config_maps = {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": in_place}
+    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": on_delete}
+    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": in_place}
+    service = {"name": "mxjob-controller", "namespace": namespace, "port": 80, "protocol": "http"}
+    hooks: dict[str, dict[str, Any]] = {
+        "sync": {"webhook": {"service": service, "path": "/sync", "timeout": "10s"}}
+    }
+    if podgroup is KUEUE:
+        # The customize hook hands every sync the ResourceFlavors and priority classes, which
+        # Metacontroller v4.17.2 sends a namespaced parent's sync only under hook version v2.
+        hooks["sync"]["version"] = "v2"
+        hooks["customize"] = {
+            "webhook": {"service": service, "path": "/customize", "timeout": "10s"}
+        }
+    assert the(overlay, "CompositeController")["spec"] == {
+        "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
+        "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
+        "generateSelector": True,
+        "hooks": hooks,
+    }
+
+
+def test_the_kueue_components_customize_hook_follows_the_hooks_namespace(
+    tmp_path: Path,
+) -> None:
+    """Added to an overlay that installs the hook elsewhere (kubeflow), the customize hook
+    names the same Service as the sync hook."""
+    folder = with_components(tmp_path / "kubeflow-kueue", "kubeflow", "kueue")
+    (controller,) = [d for d in documents(folder) if d["kind"] == "CompositeController"]
+    hooks = controller["spec"]["hooks"]
+    assert hooks["customize"]["webhook"]["service"] == hooks["sync"]["webhook"]["service"]
+    assert hooks["sync"]["webhook"]["service"]["namespace"] == "kubeflow"
+
+
+@pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
+def test_namespaces(overlay: str, layout: tuple[str, bool, Any]) -> None:
+    namespace, creates_it, _ = layout
+    placed = {(doc["kind"], doc["metadata"].get("namespace")) for doc in build(overlay)}
+    namespaced = {"ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy"}
+    cluster = CLUSTER_SCOPED if creates_it else CLUSTER_SCOPED - {"Namespace"}
+    cluster = cluster | OVERLAY_CLUSTER_SCOPED.get(overlay, set())
+    assert placed == {(k, namespace) for k in namespaced} | {(k, None) for k in cluster}
+    if creates_it:
+        assert the(overlay, "Namespace")["metadata"]["name"] == namespace
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_crd_is_installed_as_written(overlay: str) -> None:
+    written = yaml.safe_load((REPO / "manifests" / "base" / "crd.yaml").read_text())
+    assert the(overlay, "CustomResourceDefinition") == written
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_objects_select_the_hook_pods(overlay: str) -> None:
+    pod_labels = the(overlay, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert pod_labels == HOOK_LABELS
+    assert the(overlay, "Deployment")["spec"]["selector"] == {"matchLabels": HOOK_LABELS}
+    assert the(overlay, "Service")["spec"]["selector"] == HOOK_LABELS
+    assert the(overlay, "PodDisruptionBudget")["spec"] == {
+        "minAvailable": 1,
+        "selector": {"matchLabels": HOOK_LABELS},
+    }
+    assert the(overlay, "NetworkPolicy")["spec"] == {
+        "podSelector": {"matchLabels": HOOK_LABELS},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": "metacontroller"}
+                        }
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": "http"}],
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_service_reaches_the_hook_port(overlay: str) -> None:
+    (container,) = the(overlay, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert container["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]
+    assert the(overlay, "Service")["spec"]["ports"] == [
+        {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}
+    ]
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_hook_pods_are_hardened(overlay: str) -> None:
+    deployment = the(overlay, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert deployment["spec"]["replicas"] == 2
+    assert (pod["automountServiceAccountToken"], pod["securityContext"]) == (
+        False,
+        {
+            "runAsNonRoot": True,
+            "runAsUser": 10001,
+            "runAsGroup": 10001,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    )
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert [c["topologyKey"] for c in pod["topologySpreadConstraints"]] == [
+        "kubernetes.io/hostname"
+    ]
+
+
+@pytest.mark.parametrize("overlay", LAYOUT)
+def test_hook_container_serves_and_is_probed(overlay: str) -> None:
+    (container,) = the(overlay, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert (container["image"], container["command"]) == (
+        f"{IMAGE}:{__version__}",
+        ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"],
+    )
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}
+
+
+def golden_children() -> list[Any]:
+    return [
+        pytest.param(
+            child, id=f"{path.name.split('.')[0]}-{child['kind']}-{child['metadata']['name']}"
+        )
+        for path in sorted((REPO / "tests" / "golden").glob("*.response.json"))
+        for child in json.loads(path.read_text()).get("children", [])
+        if child["kind"] in {"Pod", "Service"}
+    ]
+
+
+@pytest.mark.parametrize("child", golden_children())
+def test_golden_pods_and_services_are_valid_kubernetes(child: dict[str, Any]) -> None:
+    kubernetes_validate.validate(child, KUBERNETES, strict=True)
+
+
+def test_kubeflow_hook_pods_run_without_an_istio_sidecar() -> None:
+    """Kubeflow labels its namespaces for Istio injection; Metacontroller calls the hook in
+    plain HTTP, so a sidecar under STRICT mTLS would refuse every sync."""
+    for overlay in LAYOUT:
+        template = the(overlay, "Deployment")["spec"]["template"]
+        annotations = template["metadata"].get("annotations") or {}
+        if overlay == "kubeflow":
+            assert annotations == {"sidecar.istio.io/inject": "false"}
+        else:
+            assert "sidecar.istio.io/inject" not in annotations, overlay
+
+
+# A file a comment names (`tests/...py::test`, `prometheusrule.yaml`, `../../base/...`).
+NAMED_FILE = re.compile(
+    r"(?<![\w/.:-])((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\.(?:py|yaml|json|md|sh))(?:::(\w+))?"
+)
+
+
+def test_manifest_comments_name_files_that_exist() -> None:
+    """Each file a comment of manifests/, metacontroller/ or the chart names exists (from the
+    repository, manifests/, the comment's folder or the one above), and so does the test it
+    names after `::`."""
+    missing = []
+    for folder in ("manifests", "metacontroller", "charts"):
+        for path in sorted((REPO / folder).rglob("*.yaml")):
+            comments = [s for s in path.read_text().splitlines() if s.lstrip().startswith("#")]
+            for match in (m for line in comments for m in NAMED_FILE.finditer(line)):
+                name, test = match.groups()
+                bases = (REPO, REPO / "manifests", path.parent, path.parent.parent)
+                found = next((b / name for b in bases if (b / name).is_file()), None)
+                if found is None or (test and f"def {test}(" not in found.read_text()):
+                    missing.append(f"{path.relative_to(REPO)}: {match.group(0)}")
+    assert missing == []

@@ -1,0 +1,462 @@
+"""The release: one version everywhere (app.__version__), the licence, the changelog, the image
+name and tag, the CI workflow under the real actionlint, `--version` and `mxjob_build_info`, and
+`make run`'s Python check and broken-.venv rebuild (in a temporary copy, never the real .venv)."""
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from prometheus_client.parser import text_string_to_metric_families
+
+from app import __version__
+from localcluster.ports import free_port
+from scripts.release_check import as_tuple, unreleased
+from tests.support import REPO
+from tests.support.kustomize import documents
+from tests.support.overlays import IMAGE, LAYOUT, build
+from tests.support.servers import serving
+
+WORKFLOW = REPO / ".github" / "workflows" / "ci.yaml"
+# sha256 of the Apache License 2.0 as apache.org publishes it (LICENSE-2.0.txt, 201 lines,
+# without its leading blank line), appendix included.
+APACHE_2_SHA256 = "c71d239df91726fc519c6eb72d318ec65820627232b2f796219e87dcf35d0ab4"
+
+
+def test_version_is_semver() -> None:
+    assert re.fullmatch(r"\d+\.\d+\.\d+", __version__)
+
+
+def test_package_metadata_takes_the_version_from_app(tmp_path: Path) -> None:
+    """The version and name setuptools (the build backend) reads from a copy of the project."""
+    shutil.copy(REPO / "pyproject.toml", tmp_path)
+    shutil.copytree(REPO / "app", tmp_path / "app", ignore=shutil.ignore_patterns("__pycache__"))
+    script = (
+        "import warnings; warnings.simplefilter('ignore');"
+        "from setuptools.config.pyprojecttoml import read_configuration as read;"
+        "project = read('pyproject.toml', expand=True)['project'];"
+        "print(project['name'], project['version'], project['license']['text'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["mxjob-controller", __version__, "Apache-2.0"]
+
+
+def test_every_copy_of_the_version_and_image_agrees() -> None:
+    chart = yaml.safe_load((REPO / "charts" / "mxjob-controller" / "Chart.yaml").read_text())
+    values = yaml.safe_load((REPO / "charts" / "mxjob-controller" / "values.yaml").read_text())
+    assert (chart["version"], chart["appVersion"]) == (__version__, __version__)
+    assert values["image"]["repository"] == IMAGE
+    for overlay in LAYOUT:
+        (deployment,) = (d for d in build(overlay) if d["kind"] == "Deployment")
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == f"{IMAGE}:{__version__}", overlay
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    assert workflow["env"]["IMAGE"] == IMAGE
+    assert f"IMAGE ?= {IMAGE}\n" in (REPO / "Makefile").read_text()
+
+
+def test_changelog_has_the_version_first() -> None:
+    """The newest dated section is app.__version__, or, with entries under [Unreleased], the
+    release before it."""
+    text = (REPO / "CHANGELOG.md").read_text()
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", text, re.M)
+    newest, version = as_tuple(released[0]), as_tuple(__version__)
+    assert newest < version if unreleased(text) else newest == version
+
+
+def test_changelog_and_version_follow_the_release_rule() -> None:
+    """CHANGELOG.md's header: entries under [Unreleased] come with a version not yet released."""
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.release_check"],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "")
+
+
+HEADER = "# Changelog\n\n## [Unreleased]\n"
+RELEASED = "\n## [0.2.0] - 2026-11-23\n\n### Added\n- b\n\n## [0.1.0] - 2026-01-01\n\n- a\n"
+
+
+@pytest.mark.parametrize(
+    ("changelog", "version", "tag", "wanted"),
+    [
+        pytest.param(HEADER + RELEASED, "0.2.0", None, [], id="released"),
+        pytest.param(HEADER + RELEASED, "0.2.0", "v0.2.0", [], id="released-tagged"),
+        pytest.param(HEADER + "\n### Fixed\n- c\n" + RELEASED, "0.2.1", None, [], id="bumped"),
+        pytest.param(
+            HEADER + "\n### Fixed\n- c\n" + RELEASED,
+            "0.2.0",
+            None,
+            [
+                "entries under [Unreleased] but app.__version__ is 0.2.0, not newer than the "
+                "newest dated section 0.2.0: bump it past 0.2.0"
+            ],
+            id="unreleased-code-as-a-released-version",
+        ),
+        pytest.param(
+            HEADER + "\n### Fixed\n- c\n" + RELEASED,
+            "0.2.1",
+            "v0.2.1",
+            [
+                "entries under [Unreleased]: make them the section ## [0.2.1] - <date> before "
+                "tagging v0.2.1",
+                "newest dated section is 0.2.0, not app.__version__ 0.2.1",
+            ],
+            id="tag-with-unreleased-entries",
+        ),
+        pytest.param(
+            HEADER + RELEASED,
+            "0.3.0",
+            "v0.3.0",
+            ["newest dated section is 0.2.0, not app.__version__ 0.3.0"],
+            id="tag-without-its-section",
+        ),
+        pytest.param(
+            HEADER + RELEASED,
+            "0.2.0",
+            "v0.1.0",
+            ["tag v0.1.0 is not v0.2.0 (app.__version__)"],
+            id="tag-of-another-version",
+        ),
+        pytest.param(
+            "# Changelog\n" + RELEASED.replace("0.2.0] - 2026-11-23", "0.2.0]"),
+            "0.2.0",
+            "v0.2.0",
+            ["newest dated section is 0.1.0, not app.__version__ 0.2.0"],
+            id="section-without-a-date",
+        ),
+    ],
+)
+def test_release_check_refuses_what_the_rule_forbids(
+    tmp_path: Path, changelog: str, version: str, tag: str | None, wanted: list[str]
+) -> None:
+    """scripts/release_check.py, as the release workflow runs it, on planted changelogs."""
+    (tmp_path / "CHANGELOG.md").write_text(changelog)
+    args = ["--changelog", str(tmp_path / "CHANGELOG.md"), "--version", version]
+    done = subprocess.run(
+        [sys.executable, "-m", "scripts.release_check", *args, *(["--tag", tag] if tag else [])],
+        cwd=REPO, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    assert done.returncode == (1 if wanted else 0)
+    assert len(lines) == len(wanted)
+    for line, part in zip(lines, wanted, strict=True):
+        assert line.startswith("error: ")
+        assert part in line
+
+
+def test_release_workflow_runs_the_release_check() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    steps = workflow["jobs"]["image"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    check = next(i for i, r in enumerate(runs) if "scripts.release_check" in r)
+    push = next(i for i, s in enumerate(steps) if s.get("with", {}).get("push") is True)
+    assert 'python -m scripts.release_check --tag "$GITHUB_REF_NAME"\n' in runs[check]
+    assert check < push
+
+
+# Where the docs and the README name a release: a checkout, an image tag, a kustomize pin.
+VERSION_MENTIONS = re.compile(
+    r"git checkout v(\d+\.\d+\.\d+)|mxjob-controller:(\d+\.\d+\.\d+)"
+    r"|newTag: (\d+\.\d+\.\d+)|for\s+version (\d+\.\d+\.\d+)"
+)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/install.md"])
+def test_install_docs_name_the_current_release(doc: str) -> None:
+    text = (REPO / doc).read_text()
+    named = [next(g for g in m.groups() if g) for m in VERSION_MENTIONS.finditer(text)]
+    assert set(named) <= {__version__}, doc
+    if doc == "docs/install.md":
+        assert f"`git checkout v{__version__}` for\nversion {__version__}" in text
+        assert len(named) >= 5
+
+
+def test_licence_is_the_full_apache_2_text() -> None:
+    text = (REPO / "LICENSE").read_bytes()
+    assert hashlib.sha256(text).hexdigest() == APACHE_2_SHA256
+    assert b"TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert b"APPENDIX: How to apply the Apache License to your work." in text
+
+
+def test_make_image_tags_the_version() -> None:
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-n", "image", "image-push"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.replace("\\\n", " ").splitlines()
+    tag = f"-t {IMAGE}:{__version__} "
+    assert lines[0].startswith("docker build ")
+    assert tag in lines[0]
+    assert tag in lines[1]
+    assert "--platform linux/amd64,linux/arm64" in lines[1]
+    assert "--push" in lines[1]
+
+
+def actionlint(tool: Path, *paths: Path) -> subprocess.CompletedProcess[str]:
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    return subprocess.run(
+        [str(tool), "-shellcheck", str(shellcheck), *map(str, paths)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_workflow_passes_actionlint(go_tool: Callable[[str], Path]) -> None:
+    done = actionlint(go_tool("actionlint"), WORKFLOW)
+    assert (done.returncode, done.stdout) == (0, "")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        pytest.param(
+            "runs-on: ubuntu-24.04",
+            "runs-on: ubuntu-24.04\n    timeout: 5",
+            "unexpected key",
+            id="unknown-key",
+        ),
+        pytest.param(
+            "needs: [test, image-build]",
+            "needs: [tests, image-build]",
+            'job "image" needs job "tests" which does not exist',
+            id="bad-needs",
+        ),
+        pytest.param(
+            '--tag "$GITHUB_REF_NAME"',
+            "--tag $GITHUB_REF_NAME",
+            "SC2086",
+            id="shellcheck",
+        ),
+    ],
+)
+def test_actionlint_finds_planted_errors(
+    go_tool: Callable[[str], Path], tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    text = WORKFLOW.read_text()
+    assert old in text
+    broken = tmp_path / ".github" / "workflows" / "ci.yaml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(text.replace(old, new, 1))
+    done = actionlint(go_tool("actionlint"), broken)
+    assert done.returncode == 1
+    assert message in done.stdout
+
+
+def test_build_info_metric_on_the_real_server() -> None:
+    with serving({}) as server:
+        text = httpx.get(f"{server.url}/metrics", timeout=5).text
+    (family,) = (f for f in text_string_to_metric_families(text) if f.name == "mxjob_build_info")
+    (sample,) = family.samples
+    assert sample.value == 1
+    assert sample.labels == {
+        "version": __version__,
+        "python": ".".join(map(str, sys.version_info[:3])),
+    }
+
+
+# `make run` before Python 3.11: a real older interpreter where the machine has one (pyenv or
+# PATH); otherwise a TEST DOUBLE that answers like Python 3.10 to the Makefile's two probes
+# (`-c <version check>` exits 1, `--version` prints "Python 3.10.0") and models nothing else.
+def older_python(tmp_path: Path) -> tuple[Path, str]:
+    for minor in range(10, 5, -1):
+        for candidate in (
+            *sorted(Path.home().glob(f".pyenv/versions/3.{minor}.*/bin/python3")),
+            shutil.which(f"python3.{minor}"),
+        ):
+            if not candidate:
+                continue
+            answer = subprocess.run(
+                [str(candidate), "--version"], capture_output=True, text=True, timeout=30
+            )
+            # (a pyenv shim of a version that is not selected fails here)
+            if answer.returncode == 0 and answer.stdout.startswith("Python 3."):
+                return Path(candidate), answer.stdout.split()[-1]
+    stub = tmp_path / "python3.10-double"
+    stub.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.0" && exit 0\nexit 1\n')
+    stub.chmod(0o755)
+    return stub, "3.10.0"
+
+
+def project_copy(tmp_path: Path) -> Path:
+    copy = tmp_path / "project"
+    copy.mkdir()
+    for name in ("Makefile", "requirements.txt", "requirements-dev.txt"):
+        shutil.copy(REPO / name, copy)
+    (copy / "app").mkdir()
+    shutil.copy(REPO / "app" / "__init__.py", copy / "app")
+    return copy
+
+
+def make(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["make", "--no-print-directory", *args],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_make_run_refuses_an_old_python_with_a_clear_message(tmp_path: Path) -> None:
+    python, version = older_python(tmp_path)
+    copy = project_copy(tmp_path)
+    done = make(copy, "run", f"PYTHON={python}")
+    assert done.returncode == 2
+    assert (
+        f"make: mxjob-controller needs Python 3.11 or later, and {python} is Python {version}; "
+        "run make PYTHON=python3.11 (or newer)"
+    ) in done.stderr
+    assert not (copy / ".venv").exists()
+
+
+def broken_dangling(venv: Path, _: Path) -> None:
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(venv / "gone" / "python3")
+
+
+def broken_old(venv: Path, tmp_path: Path) -> None:
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(older_python(tmp_path)[0])
+
+
+def broken_without_pip(venv: Path, _: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        pytest.param(broken_dangling, id="python-gone"),
+        pytest.param(broken_old, id="python-too-old"),
+        pytest.param(broken_without_pip, id="no-pip"),
+    ],
+)
+def test_a_broken_venv_is_built_again(
+    tmp_path: Path, breakage: Callable[[Path, Path], None]
+) -> None:
+    copy = project_copy(tmp_path)
+    breakage(copy / ".venv", tmp_path)
+    (copy / ".venv" / ".runtime").touch()  # the stamp that used to make it look complete
+    done = make(copy, "-n", "run", f"PYTHON={sys.executable}")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "make: .venv is broken (no working Python 3.11 or later with pip in it); building it again"
+        in done.stdout
+    )
+    assert (copy / ".venv" / ".runtime").exists()  # make -n only says what it would do
+    plan = done.stdout.splitlines()
+    assert plan.index("rm -rf .venv") < plan.index(f"{sys.executable} -m venv .venv")
+    assert ".venv/bin/pip install --quiet -r requirements.txt" in plan
+    assert plan[-1] == ".venv/bin/python -m app serve --host 127.0.0.1 --port 8080"
+
+
+def test_a_healthy_venv_is_kept(tmp_path: Path) -> None:
+    """The check leaves a working .venv alone, here a link to the project's own."""
+    copy = project_copy(tmp_path)
+    (copy / ".venv").symlink_to(Path(sys.executable).parents[1])
+    done = make(copy, "-n", "run")
+    assert "broken" not in done.stdout
+    assert (copy / ".venv").is_symlink()
+    assert "-m venv" not in done.stdout
+
+
+def test_install_docs_own_image_overlay(tmp_path: Path) -> None:
+    """docs/install.md, "A private registry": the overlay it shows swaps the pinned image."""
+    text = (REPO / "docs" / "install.md").read_text()
+    (block,) = re.findall(r"```yaml\n# my-install/kustomization.yaml\n(.*?)```", text, re.S)
+    manifests = tmp_path / "manifests"
+    manifests.symlink_to(REPO / "manifests")
+    (tmp_path / "my-install").mkdir()
+    (tmp_path / "my-install" / "kustomization.yaml").write_text(block)
+    objects = {d["kind"]: d for d in documents(tmp_path / "my-install")}
+    (container,) = objects["Deployment"]["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == f"registry.example.com/ml/mxjob-controller:{__version__}"
+    assert objects["ServiceAccount"]["imagePullSecrets"] == [{"name": "my-registry"}]
+
+
+def test_ci_builds_and_smoke_tests_the_image_before_any_release() -> None:
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    job = workflow["jobs"]["image-build"]
+    assert "if" not in job  # every push and pull request
+    assert "image-build" in workflow["jobs"]["image"]["needs"]
+    builds = [s["with"] for s in job["steps"] if "build-push-action" in s.get("uses", "")]
+    assert [(b["platforms"], b.get("push"), b.get("load")) for b in builds] == [
+        ("${{ env.PLATFORMS }}", False, None),
+        ("linux/amd64", None, True),
+    ]
+    assert workflow["env"]["PLATFORMS"] == "linux/amd64,linux/arm64"
+    assert job["steps"][-1]["run"] == 'scripts/image-smoke.sh "$IMAGE:ci"'
+
+
+# A TEST DOUBLE for docker, for scripts/image-smoke.sh alone: `run --rm IMAGE ARGS` runs
+# `python -m app ARGS` from the checkout, `run -d --name N -p 127.0.0.1:PORT:8080 IMAGE` serves
+# the hook on that port as the image's default command does, `rm -f N` stops it, `logs N`
+# prints its output. It models nothing else of docker or the image.
+DOCKER_DOUBLE = """#!/usr/bin/env bash
+set -eu
+state={state}
+case "$1 $2" in
+  "run --rm") shift 3; [ "${{SAY_VERSION:-}}" ] && {{ echo "$SAY_VERSION"; exit 0; }}
+              exec {python} -m app "$@" ;;
+  "run -d") name=$4; port=${{6#127.0.0.1:}}; port=${{port%:8080}}
+            {python} -m app serve --host 127.0.0.1 --port "$port" >"$state/$name.log" 2>&1 &
+            echo $! >"$state/$name.pid"; echo "$name" ;;
+  "rm -f") kill "$(cat "$state/$3.pid")" ;;
+  "logs "*) cat "$state/$2.log" ;;
+  *) echo "docker double: $*" >&2; exit 2 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("say", "code", "message"),
+    [
+        pytest.param(None, 0, "image-smoke: GET /healthz: ok", id="good"),
+        pytest.param(
+            "mxjob-controller 0.0.1",
+            1,
+            "--version says 'mxjob-controller 0.0.1', not 'mxjob-controller {version}'",
+            id="wrong-version",
+        ),
+    ],
+)
+def test_image_smoke_script(tmp_path: Path, say: str | None, code: int, message: str) -> None:
+    docker = tmp_path / "docker"
+    docker.write_text(DOCKER_DOUBLE.format(state=tmp_path, python=sys.executable))
+    docker.chmod(0o755)
+    env = {**os.environ, "DOCKER": str(docker), "PORT": str(free_port()), "TIMEOUT": "60"}
+    if say:
+        env["SAY_VERSION"] = say
+    done = subprocess.run(
+        [str(REPO / "scripts" / "image-smoke.sh"), "mxjob-controller:ci"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == code, done.stderr
+    assert message.format(version=__version__) in done.stdout + done.stderr
+    if code == 0:
+        assert f"image-smoke: --version: mxjob-controller {__version__}" in done.stdout
+        (pid,) = (p.read_text().strip() for p in tmp_path.glob("*.pid"))
+        for _ in range(100):  # the served hook was stopped (SIGTERM: it shuts down)
+            state = Path(f"/proc/{pid}/stat")
+            if not state.exists() or state.read_text().split(") ")[-1].startswith("Z"):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the hook the script started (pid {pid}) still runs")

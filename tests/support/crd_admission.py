@@ -1,0 +1,147 @@
+"""Admit an MXJob the way the API server would with our CRD: its schema, then its CEL rules.
+
+The CRD's structural schema is checked with `jsonschema` after a small conversion, and its
+`x-kubernetes-validations` rules are evaluated with `cel-python`, each at the node it is declared
+on, as the API server does. Like the API server, CEL rules are not evaluated when the schema
+already found a blocking error (a wrong type, an unsupported enum value, a missing or too long
+field, an unknown field); it then reports that some rules were not checked.
+"""
+
+import functools
+from collections.abc import Iterator
+from typing import Any
+
+import celpy
+import jsonschema
+import yaml
+from celpy.adapter import json_to_cel
+
+from tests.support import REPO
+
+CRD_FILE = REPO / "manifests" / "base" / "crd.yaml"
+NOT_CHECKED = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+# jsonschema keywords whose failure the API server reports as Required, NotSupported, TooLong,
+# TooMany or TypeInvalid (which skip CEL), or rejects as an unknown field before validating.
+_BLOCKING = {"type", "anyOf", "enum", "required", "maxLength", "maxItems", "maxProperties"}
+_BLOCKING |= {"additionalProperties"}
+
+
+@functools.cache
+def openapi_schema() -> dict[str, Any]:
+    """The CRD's schema (read once: callers do not change it)."""
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    (version,) = crd["spec"]["versions"]
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def admission_errors(obj: dict[str, Any]) -> list[str]:
+    """Every error the API server would report for `obj`, as `path: message`, sorted."""
+    found = list(_schema_errors(obj))
+    errors = sorted(f"{path}: {message}" for path, message, _ in found)
+    if any(keyword in _BLOCKING for _, _, keyword in found):
+        return sorted([*errors, f": {NOT_CHECKED}"])
+    return sorted(errors + cel_errors(obj))
+
+
+def cel_errors(obj: dict[str, Any]) -> list[str]:
+    """Messages of the CEL rules that `obj` breaks, as `path: message`, sorted."""
+    return sorted(_walk(openapi_schema(), obj, ""))
+
+
+def rules() -> list[dict[str, Any]]:
+    """Every x-kubernetes-validations rule of the CRD."""
+    return list(_rules(openapi_schema()))
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = _closed(openapi_schema(), root=True)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _closed(node: Any, root: bool = False) -> Any:
+    """The schema with unknown fields rejected, as kubectl's strict field validation does,
+    except where the CRD preserves them and in the object's own metadata."""
+    if isinstance(node, list):
+        return [_closed(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _closed(value) for key, value in node.items() if key != "properties"}
+    if "properties" in node:
+        out["properties"] = {
+            key: _closed(value) if not (root and key == "metadata") else value
+            for key, value in node["properties"].items()
+        }
+    open_ = node.get("x-kubernetes-preserve-unknown-fields") or "additionalProperties" in node
+    if node.get("type") == "object" and not open_:
+        out["additionalProperties"] = False
+    return out
+
+
+def _schema_errors(obj: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    for error in _validator().iter_errors(obj):
+        yield _path(error.absolute_path), error.message, str(error.validator)
+
+
+def _path(parts: Any) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out.lstrip(".")
+
+
+def _walk(schema: dict[str, Any], value: Any, path: str) -> Iterator[str]:
+    for rule in schema.get("x-kubernetes-validations", []):
+        if not _holds(rule["rule"], value):
+            yield f"{(path + rule.get('fieldPath', '')).lstrip('.')}: {rule['message']}"
+    yield from _children(schema, value, path)
+
+
+def _children(schema: dict[str, Any], value: Any, path: str) -> Iterator[str]:
+    properties = schema.get("properties", {})
+    if isinstance(value, dict):
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                yield from _walk(sub, item, f"{path}.{key}")
+    if isinstance(value, list) and "items" in schema:
+        for n, item in enumerate(value):
+            yield from _walk(schema["items"], item, f"{path}[{n}]")
+
+
+def _holds(rule: str, value: Any) -> bool:
+    result = _program(rule).evaluate({"self": json_to_cel(value)})
+    if not isinstance(result, celpy.celtypes.BoolType):
+        raise AssertionError(f"CEL rule {rule!r} did not evaluate to a bool: {result!r}")
+    return bool(result)
+
+
+@functools.cache
+def _program(rule: str) -> Any:
+    env = celpy.Environment()
+    return env.program(env.compile(rule), functions=KUBERNETES_LIBRARY)
+
+
+def _sum(items: Any) -> Any:
+    return celpy.celtypes.IntType(sum(items))
+
+
+# The part of Kubernetes' CEL library (k8s.io/apiserver/pkg/cel/library) the CRD's rules use
+# and cel-python lacks: `list.sum()`.
+KUBERNETES_LIBRARY = {"sum": _sum}
+
+
+def _rules(schema: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(schema, dict):
+        yield from schema.get("x-kubernetes-validations", [])
+        for key, value in schema.items():
+            if key != "x-kubernetes-validations":
+                yield from _rules(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _rules(item)
