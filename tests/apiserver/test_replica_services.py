@@ -8,10 +8,19 @@ from typing import Any
 from localcluster.kubelet import Kubelet
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support.scenario import (
+    CREATED,
+    RUNNING,
+    Job,
+    State,
+    apply_job,
+    expected_children,
+    manifest,
+    pods,
+)
+from tests.support.scenario import run_job as run_default
 
 from .conftest import RealStack
-from .scenario import CREATED, RUNNING, Job, State, apply_job, expected_children, manifest, pods
-from .scenario import run_job as run_default
 
 ANNOTATION = "training.kubeflow.org/replica-services"
 DIST = "mnist-dist-cpu"

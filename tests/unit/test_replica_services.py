@@ -12,7 +12,7 @@ from app.names import ANNOTATION_REPLICA_SERVICES, ReplicaServices
 from app.reconcile import sync
 from app.spec import ReplicaType
 from app.validation import validated_spec
-from tests import support as s
+from tests.support import jobs as s
 
 CONFIG_MAPS: dict[str, list[dict[str, Any]]] = {"ConfigMap.v1": []}
 ALL = ["mnist-scheduler-0", "mnist-server-0", "mnist-server-1", "mnist-worker-0", "mnist-worker-1"]
