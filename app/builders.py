@@ -81,6 +81,12 @@ class JobContext:
     # Whether the ConfigMap holds the variables under their own names: always but in the
     # layout above, and there too while an observed pod takes them in through `envFrom`.
     named_keys: bool = True
+    # Which replicas get a headless Service: each one, or the Scheduler only.
+    services: names.ReplicaServices = names.ReplicaServices.ALL
+
+    def has_service(self, rtype: ReplicaType) -> bool:
+        """Whether the replicas of this type get a Service (`services`)."""
+        return self.services is names.ReplicaServices.ALL or rtype is ReplicaType.SCHEDULER
 
 
 def job_context(
@@ -90,9 +96,11 @@ def job_context(
     scheduler: GangScheduler | None = None,
     config_map: bool = False,
     observed: Readers = NO_PODS,
+    services: names.ReplicaServices = names.ReplicaServices.ALL,
 ) -> JobContext:
     """What every child of the job shares. `config_map`: the controller declares ConfigMap
-    children; `observed`: how the job's observed pods read the ConfigMap."""
+    children; `observed`: how the job's observed pods read the ConfigMap; `services`: which
+    replicas get a Service."""
     legacy = config_map and observed.old_keys
     shared = shared_parts(name, spec)
     # MX_CONFIG's shared parts as each pod's text has them: `$(VAR)` references, or the text
@@ -124,6 +132,7 @@ def job_context(
         config_map,
         legacy_keys=legacy,
         named_keys=not legacy or observed.env_from,
+        services=services,
     )
 
 

@@ -79,7 +79,7 @@ def _while_running(
     pod_sets: dict[ReplicaType, kueue.PodSetInfo],
 ) -> list[Child]:
     """The pods and Services of a running job, in the answer's order: every pod, then every
-    Service."""
+    Service the job has (`JobContext.services`)."""
     pods: list[Child] = []
     services = []
     for replica in replicas:
@@ -101,21 +101,23 @@ def _while_running(
         if admitted is not None:
             for built in pods[first:]:
                 kueue.inject(built, admitted)
-        services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
+        if job.has_service(replica.rtype):
+            services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services
 
 
 def _of_attempts(
     job: builders.JobContext, attempts: Iterable[Attempt], replicas: list[Replica]
 ) -> list[Child]:
-    """Pods for these observed attempts, and the Services of their replicas."""
+    """Pods for these observed attempts, and the Services of their replicas that the job
+    has."""
     wanted = {(r.rtype, r.index) for r in replicas}
     ours = [a for a in attempts if (a.rtype, a.index) in wanted]
     pods = [builders.pod(job, a.rtype, a.index, a.attempt, a.restarts_before) for a in ours]
     with_pods = {(a.rtype, a.index) for a in ours}
     services = []
     for replica in replicas:
-        if (replica.rtype, replica.index) in with_pods:
+        if (replica.rtype, replica.index) in with_pods and job.has_service(replica.rtype):
             attempt, restarts = replica.next_pod
             services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services

@@ -1,5 +1,6 @@
 """Names and labels of an MXJob's children."""
 
+from enum import StrEnum
 from typing import Any
 
 from app.spec import ReplicaType
@@ -18,6 +19,16 @@ LABEL_ROLE = f"{GROUP}/job-role"
 LABEL_ATTEMPT = f"{GROUP}/replica-attempt"
 # Restarts of this replica index before the pod's attempt began (in-place restarts included).
 ANNOTATION_RESTARTS = f"{GROUP}/restarts-before"
+# On the MXJob: which replicas get a headless Service (docs/behaviour.md#replica-services).
+ANNOTATION_REPLICA_SERVICES = f"{GROUP}/replica-services"
+
+
+class ReplicaServices(StrEnum):
+    """The values of ANNOTATION_REPLICA_SERVICES: a Service per replica, or the Scheduler's
+    only."""
+
+    ALL = "all"
+    SCHEDULER = "scheduler"
 
 
 def child_name(job: str, rtype: ReplicaType, index: int) -> str:

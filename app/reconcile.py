@@ -10,7 +10,7 @@ from app.envelope import ObjectMeta
 from app.spec import MXJobSpec
 from app.template import config_map_name
 from app.times import sooner
-from app.validation import validated_spec
+from app.validation import replica_services, validated_spec
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         layout = observed.layout(config_map, pods.readers)
         fresh = observed.layout(config_map, observed.NO_PODS)
         spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
+        services = replica_services(_extra(meta, "annotations"), spec)
     except SpecError as err:
         job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
         return _result(meta, job_status, children.as_they_are(request), 0, replicas=0)
@@ -65,6 +66,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         gang.declared(request.declares),
         config_map=config_map,
         observed=pods.readers,
+        services=services,
     )
     desired, resync = children.desired(job, owned, decision, now, queue)
     resync = sooner(resync, _config_map_retry(request, desired, meta.name))
@@ -128,6 +130,11 @@ def _kueue_gate(
         suspended=spec.runPolicy.suspend,
     )
     return kueue.gate(view, previous.conditions, request.related, spec)
+
+
+def _extra(meta: ObjectMeta, key: str) -> Any:
+    """A metadata field the envelope does not type (`labels`, `annotations`), or None."""
+    return meta.model_extra.get(key) if meta.model_extra else None
 
 
 def _result(

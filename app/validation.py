@@ -7,7 +7,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.defaults import LEGACY_RUN_POLICY_FIELDS, SpecError, normalise
-from app.names import MAIN_CONTAINER, MAX_NAME, child_name
+from app.names import (
+    ANNOTATION_REPLICA_SERVICES,
+    MAIN_CONTAINER,
+    MAX_NAME,
+    ReplicaServices,
+    child_name,
+)
 from app.sizerule import MAX_REPLICAS, size_problems
 from app.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 from app.template import Layout
@@ -40,6 +46,26 @@ def validated_spec(
         return _validated_spec(job_name, raw_spec, layout, fresh or layout)
     except SpecError as err:
         raise SpecError(_as_written(raw_spec, err.problems)) from None
+
+
+def replica_services(annotations: Any, spec: MXJobSpec) -> ReplicaServices:
+    """Which replicas get a Service, as the job's ANNOTATION_REPLICA_SERVICES asks (`all`
+    without it), or SpecError naming the annotation (docs/behaviour.md#replica-services)."""
+    value = annotations.get(ANNOTATION_REPLICA_SERVICES) if isinstance(annotations, dict) else None
+    if value is None:
+        return ReplicaServices.ALL
+    field = f"metadata.annotations[{ANNOTATION_REPLICA_SERVICES!r}]"
+    allowed = " or ".join(repr(v.value) for v in ReplicaServices)
+    if not isinstance(value, str) or value not in set(ReplicaServices):
+        raise SpecError([f"{field}: must be {allowed}, got {value!r}"])
+    wanted = ReplicaServices(value)
+    if wanted is ReplicaServices.SCHEDULER and spec.jobMode != "MXTrain":
+        raise SpecError([
+            f"{field}: 'scheduler' needs an MXTrain job: an MXTune job has no Scheduler and "
+            "its replicas reach each other by their Services' names, so it keeps every Service "
+            "('all', or no annotation)"
+        ])  # fmt: skip
+    return wanted
 
 
 def _as_written(raw_spec: Any, problems: list[str]) -> list[str]:

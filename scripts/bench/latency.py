@@ -28,6 +28,8 @@ before it calls the hook.
     .venv/bin/python -m scripts.bench.latency                  # typical and 1/100/1000, 5 times
     .venv/bin/python -m scripts.bench.latency --trace          # with the worker's share
     .venv/bin/python -m scripts.bench.latency --scenarios small --repeat 1  # the smoke test's
+    .venv/bin/python -m scripts.bench.latency --replica-services all,scheduler
+        # every Service, then the Scheduler's only, job by job (docs/behaviour.md)
 """
 
 import argparse
@@ -53,7 +55,7 @@ from localcluster.rest import Rest as Kube
 from localcluster.rest import path
 from localcluster.stack import ADOPTION_GUARD, Stack, shipped_flags
 from scripts.bench.e2e import TYPE_LABEL, cleanup, mark_pods, new_namespace
-from scripts.bench.observe import json_lines, wait_for, watching
+from scripts.bench.observe import Seen, json_lines, wait_for, watching
 from scripts.bench.report import machine, table
 from scripts.bench.workloads import SCENARIOS, Scenario, mxjob
 
@@ -76,6 +78,7 @@ PARTS = ("earlier sync", "to the hook", "hook", "children", "reading the job", "
 TRACE_PARTS = ("waiting for a worker", "worker before the hook")
 QUIET = 1.5  # seconds without a hook call or a request of Metacontroller: the job settled
 DEFAULT_SCENARIOS = ("typical", "large")
+REPLICA_SERVICES = "training.kubeflow.org/replica-services"
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,8 @@ class Breakdown:
     watched: float  # the same latency by the bench's clock and watch, for a cross-check
     requests_after: Counter[str] = field(default_factory=Counter)
     trace: dict[str, float] = field(default_factory=dict)
+    # `kubectl apply` to the job's last pod or Service by the bench's watch: every child made.
+    all_children: float = 0.0
 
 
 def stamp(text: str) -> float:
@@ -284,13 +289,32 @@ def scheduler_pod(kube: Kube, namespace: str) -> str:
     )
 
 
+def every_child(seen: Seen, services: int, deadline: float) -> float:
+    """Seconds from the apply to the moment the watch had seen every pod and `services`
+    Services (noticed within ms: the watch threads notify on each event)."""
+    with seen.changed:
+        while "pods" not in seen.at or len(seen.services) < services:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{len(seen.services)} of {services} Services seen")
+            seen.changed.wait(timeout=1)
+        return time.monotonic() - seen.start
+
+
 def one_job(
-    stack: Stack, kube: Kube, audit_log: Path, scenario: Scenario, trace: Path | None
+    stack: Stack,
+    kube: Kube,
+    audit_log: Path,
+    scenario: Scenario,
+    trace: Path | None,
+    services: str = "all",
 ) -> list[Breakdown]:
-    """One job's Running and Succeeded, each from its deciding pod write."""
+    """One job's Running and Succeeded, each from its deciding pod write; `services`: the
+    job's replica-services annotation, none for `all`."""
     namespace = new_namespace(kube)
     job = mxjob("job-0", scenario)
     job["metadata"]["namespace"] = namespace
+    if services != "all":
+        job["metadata"]["annotations"] = {REPLICA_SERVICES: services}
     name = job["metadata"]["name"]
     offset = audit_log.stat().st_size
     requests = Requests(audit_log, namespace)
@@ -300,6 +324,7 @@ def one_job(
         stack.apiserver.kubectl("apply", "-f", "-", input=yaml.safe_dump(job))
         for what in ("pods", "condition"):
             wait_for(seen, what, deadline)
+        all_children = every_child(seen, scenario.pods if services == "all" else 1, deadline)
         wait_quiet(stack, namespace, name, requests, deadline)
         marked["Running"] = time.time()
         mark_pods(kube, namespace)
@@ -323,6 +348,7 @@ def one_job(
         after = marked[condition]
         watched = seen.at[ends[1]] - seen.at[ends[0]]
         out.append(breakdown(events, syncs, starts, pod, name, condition, after, watched))
+        out[-1].all_children = all_children
     cleanup(kube, namespace)
     return out
 
@@ -377,6 +403,7 @@ def median_row(label: str, setting: str, found: list[Breakdown], trace: bool) ->
         label, setting, str(len(found)), ms([b.total for b in found]),
         f"{min(b.total for b in found) * 1000:,.0f}-{max(b.total for b in found) * 1000:,.0f}",
         *parts, f"{busy}/{len(found)}", after, ms([b.watched for b in found]),
+        ms([b.all_children for b in found]),
     ]  # fmt: skip
 
 
@@ -385,8 +412,13 @@ def header(trace: bool) -> list[str]:
         "scenario, condition", "Metacontroller", "runs", "total, ms (median)", "range, ms",
         *(f"{p}, ms" for p in PARTS), *((f"{p}, ms" for p in TRACE_PARTS) if trace else ()),
         "an earlier sync running", "Metacontroller's requests after the hook, per run",
-        "by the bench's watch, ms",
+        "by the bench's watch, ms", "apply to every child, ms",
     ]  # fmt: skip
+
+
+def with_services(setting: str, services: str) -> str:
+    """The setting's label, with the jobs' replica-services value unless it is `all`."""
+    return setting if services == "all" else f"{setting}, replica-services {services}"
 
 
 def cli(argv: list[str]) -> argparse.Namespace:
@@ -406,6 +438,12 @@ def cli(argv: list[str]) -> argparse.Namespace:
         "--trace", action="store_true", help="Metacontroller at --zap-log-level=4 (see above)"
     )
     parser.add_argument("--json", type=Path, help="also write every breakdown here")
+    parser.add_argument(
+        "--replica-services",
+        default="all",
+        help=f"comma-separated values of the jobs' {REPLICA_SERVICES} annotation (all: none), "
+        "taken in turn job by job within each scenario, e.g. all,scheduler",
+    )
     return parser.parse_args(argv)
 
 
@@ -422,6 +460,7 @@ def main(argv: list[str]) -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="mxjob-bench-latency-"))
     rows, dump = [], []
+    kinds = args.replica_services.split(",")
     load = Path("/proc/loadavg").read_text().split()[:3]
     with latency_stack(workdir, progress) as (stack, audit_log):
         kube = Kube(stack.apiserver, user_agent=AGENT)
@@ -432,24 +471,27 @@ def main(argv: list[str]) -> int:
                     trace = controller.log if args.trace else None
                     one_job(stack, kube, audit_log, SCENARIOS[0], trace)  # warm-up: not measured
                     for scenario in scenarios:
-                        found = []
-                        for n in range(args.repeat):
-                            got = one_job(stack, kube, audit_log, scenario, trace)
+                        found: dict[str, list[Breakdown]] = {v: [] for v in kinds}
+                        for n, value in ((n, v) for n in range(args.repeat) for v in kinds):
+                            got = one_job(stack, kube, audit_log, scenario, trace, value)
                             for b in got:
                                 progress(
-                                    f"{scenario.name}, {label}, run {n + 1}: {b.condition} "
+                                    f"{scenario.name}, {with_services(label, value)}, "
+                                    f"run {n + 1}: {b.condition} "
                                     f"{b.total * 1000:.0f} ms "
                                     + " ".join(f"{k}={v * 1000:.1f}" for k, v in b.parts.items())
                                     + f" after={dict(b.requests_after)} trace={b.trace}"
                                 )
-                            found += got
-                            dump += [{"scenario": scenario.name, "setting": label, "run": n}
-                                     | vars(b) for b in got]  # fmt: skip
+                            found[value] += got
+                            dump += [{"scenario": scenario.name, "setting": label, "run": n,
+                                      "replica_services": value} | vars(b)
+                                     for b in got]  # fmt: skip
                         for condition in ("Running", "Succeeded"):
-                            mine = [b for b in found if b.condition == condition]
-                            rows.append(
-                                median_row(f"{scenario.name}, {condition}", label, mine, args.trace)
-                            )
+                            for value in kinds:
+                                mine = [b for b in found[value] if b.condition == condition]
+                                row = f"{scenario.name}, {condition}"
+                                setting = with_services(label, value)
+                                rows.append(median_row(row, setting, mine, args.trace))
         finally:
             kube.close()
     command = " ".join(["python -m scripts.bench.latency", *argv])

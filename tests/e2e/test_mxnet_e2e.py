@@ -170,6 +170,22 @@ def test_kvstore_job_succeeds_with_aggregated_values(harness: Harness) -> None:
     assert run.running() == []
 
 
+def test_a_job_with_the_schedulers_service_only_succeeds(harness: Harness) -> None:
+    # Only the Scheduler's name resolves (the kubelet double maps Service names alone): ps-lite
+    # needs no other replica's name.
+    job = mxjob(JOB, "kvstore", free_port())
+    job["metadata"]["annotations"] = {"training.kubeflow.org/replica-services": "scheduler"}
+    run = harness.run(job)
+
+    assert run.states() == ["Created", "Running", "Succeeded"]
+    assert by_worker_id(run.results(), "ok", "pulled") == {
+        w: {"ok": True, "pulled": kvstore_result(w)["pulled"]} for w in ("0", "1")
+    }
+    services = harness.kube.get(f"/api/v1/namespaces/{run.job.namespace}/services")["items"]
+    assert [s["metadata"]["name"] for s in services] == [f"{JOB}-scheduler-0"]
+    assert run.running() == []
+
+
 def test_tiny_model_trains_to_the_same_weights_on_every_worker(harness: Harness) -> None:
     run = harness.run(mxjob(JOB, "train", free_port()))
 

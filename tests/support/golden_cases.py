@@ -480,6 +480,45 @@ def scheduler_plugins_new_job() -> Case:
     return _life(parent=_gang(), child_types=(PLUGINS, *CONFIG_MAPS))
 
 
+REPLICA_SERVICES = "training.kubeflow.org/replica-services"
+
+
+def _annotated(job: dict[str, Any], value: str) -> dict[str, Any]:
+    job = copy.deepcopy(job)
+    job["metadata"]["annotations"] = {REPLICA_SERVICES: value}
+    return job
+
+
+@case
+def replica_services_scheduler_running() -> Case:
+    return _life({}, _all(RUNNING), parent=_annotated(_train(), "scheduler"))
+
+
+def _switched(*values: str) -> Case:
+    """A running job whose replica-services annotation is set to each value in turn, once a
+    minute from its third sync on, each answer's children observed by the next sync."""
+    req, answer, at = _run(_train(), {}, _all(RUNNING))
+    for n, value in enumerate(values, start=1):
+        at = s.later(60 + 60 * n)
+        req, answer = s.step(_annotated(_train(), value), answer, _all(RUNNING), at, CONFIG_MAPS)
+    return req, at
+
+
+@case
+def replica_services_switched_to_scheduler() -> Case:
+    return _switched("scheduler")
+
+
+@case
+def replica_services_switched_back_to_all() -> Case:
+    return _switched("scheduler", "all")
+
+
+@case
+def replica_services_invalid_value() -> Case:
+    return _switched("none")
+
+
 VOLCANO = "PodGroup.scheduling.volcano.sh/v1beta1"
 PLUGINS = "PodGroup.scheduling.x-k8s.io/v1alpha1"
 

@@ -264,6 +264,11 @@ SAME_AS = {
     "golden/invalid-spec-running-job-still-invalid": "golden/invalid-spec-running-job",
     "golden/invalid-spec-running-job-fixed": "golden/invalid-spec-running-job",
     "golden/invalid-spec-failed-by-earlier-version": "golden/invalid-spec-running-job",
+    # The replica-services annotation changes the Services only: every process reads the same.
+    "golden/replica-services-scheduler-running": "golden/all-running",
+    "golden/replica-services-switched-to-scheduler": "golden/all-running",
+    "golden/replica-services-switched-back-to-all": "golden/all-running",
+    "golden/replica-services-invalid-value": "golden/all-running",
 }
 SHARED = {variable for variable, _ in template.SHARED_PARTS}
 
