@@ -8,6 +8,9 @@ from typing import Any
 from localcluster.kubelet import Kubelet
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+
+# The scenario vocabulary every real-stack job test shares (one import list, as in
+# test_metacontroller_ha.py).
 from tests.support.scenario import (
     CREATED,
     RUNNING,
