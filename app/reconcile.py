@@ -71,7 +71,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     desired, resync = children.desired(job, owned, decision, now, queue)
     resync = sooner(resync, _config_map_retry(request, desired, meta.name))
     if queue is not None and queue.wants_workload and not decision.finished:
-        labels = meta.model_extra.get("labels") if meta.model_extra else None
+        labels = _extra(meta, "labels")
         prio = kueue.priority(labels, spec, request.related)
         desired.append(children.workload(job, kueue.queue_name(labels) or "", prio))
     if request.declares(events.CHILD_TYPE):
@@ -114,7 +114,7 @@ def _kueue_gate(
     if not request.declares(kueue.WORKLOAD_TYPE):
         return None
     meta = request.parent.metadata
-    labels = meta.model_extra.get("labels") if meta.model_extra else None
+    labels = _extra(meta, "labels")
     workloads = {
         w.get("metadata", {}).get("name"): w for w in request.observed(kueue.WORKLOAD_TYPE)
     }
