@@ -11,7 +11,6 @@ renewals, which do not grow with the jobs) and its resident memory. What one mor
 costs a minute is the slope between the smallest and the largest fleet, extrapolated to 1,000
 jobs; the cluster-wide requests are counted at their mean over the windows."""
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from localcluster.stack import Stack
 from scripts.bench.controllers import TrainingOperator, started
-from scripts.bench.observe import cpu_seconds, hook_syncs, memory_mib
+from scripts.bench.observe import audit_events, cpu_seconds, hook_syncs, memory_mib
 from scripts.bench.workloads import Scenario, Setting
 
 SETTLE_S = 15.0  # after the last job runs: the syncs its marking caused are over
@@ -109,15 +108,12 @@ def by_scope(log: Path, offset: int, agent: str) -> tuple[Counter[str], Counter[
     "verb resource": those that name a namespace (on a job or its children), and the rest."""
     scoped: Counter[str] = Counter()
     cluster: Counter[str] = Counter()
-    with log.open("rb") as lines:
-        lines.seek(offset)
-        for line in lines:
-            event = json.loads(line)
-            if not event.get("userAgent", "").startswith(agent):
-                continue
-            ref = event.get("objectRef") or {}
-            what = ref.get("resource") or event.get("requestURI", "").split("?")[0]
-            (scoped if ref.get("namespace") else cluster)[f"{event['verb']} {what}"] += 1
+    for event in audit_events(log, offset):
+        if not event.get("userAgent", "").startswith(agent):
+            continue
+        ref = event.get("objectRef") or {}
+        what = ref.get("resource") or event.get("requestURI", "").split("?")[0]
+        (scoped if ref.get("namespace") else cluster)[f"{event['verb']} {what}"] += 1
     return scoped, cluster
 
 

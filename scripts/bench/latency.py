@@ -55,7 +55,7 @@ from localcluster.rest import Rest as Kube
 from localcluster.rest import path
 from localcluster.stack import ADOPTION_GUARD, Stack, shipped_flags
 from scripts.bench.e2e import TYPE_LABEL, cleanup, mark_pods, new_namespace
-from scripts.bench.observe import Seen, json_lines, wait_for, watching
+from scripts.bench.observe import Seen, audit_events, json_lines, wait_for, watching
 from scripts.bench.report import machine, table
 from scripts.bench.workloads import SCENARIOS, Scenario, mxjob
 
@@ -108,15 +108,13 @@ def stamp(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def audit_events(log: Path, offset: int, namespace: str) -> list[dict[str, Any]]:
-    out = []
-    with log.open("rb") as lines:
-        lines.seek(offset)
-        for line in lines:
-            event = json.loads(line)
-            if (event.get("objectRef") or {}).get("namespace") == namespace:
-                out.append(event)
-    return out
+def namespace_events(log: Path, offset: int, namespace: str) -> list[dict[str, Any]]:
+    """The audit events since `offset` on objects in `namespace`."""
+    return [
+        event
+        for event in audit_events(log, offset)
+        if (event.get("objectRef") or {}).get("namespace") == namespace
+    ]
 
 
 def hook_syncs(log: Path, namespace: str, job: str) -> list[Sync]:
@@ -337,7 +335,7 @@ def one_job(
         wait_for(seen, "succeeded", deadline)
         wait_quiet(stack, namespace, name, requests, deadline)
     pod = scheduler_pod(kube, namespace)
-    events = audit_events(audit_log, offset, namespace)
+    events = namespace_events(audit_log, offset, namespace)
     syncs = hook_syncs(stack.hook.log, namespace, name)
     starts = sync_starts(trace, namespace, name) if trace else []
     out = []

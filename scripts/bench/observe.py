@@ -156,17 +156,22 @@ def hook_log(log: Path, namespace: str) -> list[tuple[int, float]]:
     ]
 
 
+def audit_events(log: Path, offset: int) -> Iterator[dict[str, Any]]:
+    """The API server's audit events logged since `offset` (a byte offset of its log)."""
+    with log.open("rb") as lines:
+        lines.seek(offset)
+        for line in lines:
+            yield json.loads(line)
+
+
 def audited(log: Path, offset: int, namespace: str, agent: str = "metacontroller") -> Counter[str]:
     """The controller's requests (its user agent starts with `agent`) in `namespace` since
     `offset`, by verb."""
     verbs: Counter[str] = Counter()
-    with log.open("rb") as lines:
-        lines.seek(offset)
-        for line in lines:
-            event = json.loads(line)
-            ref = event.get("objectRef") or {}
-            if ref.get("namespace") == namespace and event.get("userAgent", "").startswith(agent):
-                verbs[event["verb"]] += 1
+    for event in audit_events(log, offset):
+        ref = event.get("objectRef") or {}
+        if ref.get("namespace") == namespace and event.get("userAgent", "").startswith(agent):
+            verbs[event["verb"]] += 1
     return verbs
 
 
