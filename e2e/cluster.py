@@ -12,7 +12,8 @@ What differs from a cluster, on purpose and only here:
 - `LOCAL_ENV`, added to every process and never overriding a variable the hook set: all
   processes share one host, so ps-lite must advertise loopback (see `LOCAL_ENV`).
 - The container image is not run: the process is `command + args` on this machine's Python,
-  in `WORKDIR` (the repository root), with this venv's `bin` first on PATH.
+  with this venv's `bin` first on PATH, in the folder that stands for the image's WORKDIR
+  (e2e/images.py: examples/image for the examples image, the repository root for the checks').
 """
 
 import os
@@ -26,10 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from app import kubeenv
+from e2e import images
 from localcluster import apiserver, kubelet
 from localcluster.kubelet import MAIN_CONTAINER
-
-WORKDIR = Path(__file__).resolve().parent.parent
 
 # ps-lite's servers and workers advertise an address to the scheduler: DMLC_NODE_HOST if set,
 # else DMLC_INTERFACE's address, else the first non-loopback interface's (eth0 here). In a pod
@@ -134,6 +134,15 @@ def argv(container: dict[str, Any], env: dict[str, str]) -> list[str]:
     return [expand(str(a), env) for a in (*container["command"], *(container.get("args") or []))]
 
 
+def local_workdir(image: str) -> Path:
+    """The folder standing for `image`'s WORKDIR, or a ClusterError naming the images known."""
+    folder = images.WORKDIRS.get(image)
+    if folder is None:
+        known = ", ".join(sorted(images.WORKDIRS))
+        raise ClusterError(f"no local stand-in for image {image!r}; it runs only {known}")
+    return folder
+
+
 @dataclass
 class Process:
     """One pod's `mxnet` container running as a local process."""
@@ -190,11 +199,12 @@ class Kubelet:
             raise ClusterError(f"pod {name}: only restartPolicy Never runs locally")
         container = main_container(pod)
         env = container_env(container, config_maps)
+        cwd = container.get("workingDir") or local_workdir(str(container.get("image", "")))
         log = self.log_dir / f"{name}.log"
         with log.open("wb") as out:
             popen = subprocess.Popen(
                 [*_PRIVATE_HOSTS, str(self.hosts_file), *argv(container, env)],
-                cwd=container.get("workingDir") or WORKDIR,
+                cwd=cwd,
                 env=process_env(env),
                 stdin=subprocess.DEVNULL,
                 stdout=out,

@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from e2e import trained
 from e2e.cluster import ClusterError, preflight
 from e2e.jobs import PROGRAMS, mxjob
 from e2e.kubelet import Report
@@ -24,6 +25,8 @@ from localcluster.rest import Rest
 from localcluster.stack import Stack, real_stack, shipped_flags
 
 JOB_TIMEOUT = 180.0
+# The epochs examples/dist-cpu.yaml asks its workers for.
+EPOCHS = 10
 TYPE_LABEL = "training.kubeflow.org/replica-type"
 
 
@@ -44,29 +47,48 @@ class Progress:
         self.line(f"MXJob {state}: {message}")
 
 
-def results(run: JobRun) -> dict[str, dict[str, object]]:
-    found = {}
-    for name, process in run.kubelet.processes.processes.items():
-        lines = [x for x in run.kubelet.log(name).splitlines() if x.startswith("{")]
-        if process.labels.get(TYPE_LABEL) == "worker" and lines:
-            found[name.removeprefix(run.name + "-")] = json.loads(lines[-1])
-    return found
+def worker_logs(run: JobRun) -> dict[str, str]:
+    """Each worker pod's output, by its name within the job, deleted pods included."""
+    processes = run.kubelet.processes.processes
+    return {
+        name.removeprefix(run.name + "-"): run.kubelet.log(name)
+        for name, process in processes.items()
+        if process.labels.get(TYPE_LABEL) == "worker"
+    }
+
+
+def kvstore_result(log: str) -> tuple[bool, str]:
+    """The check's verdict and its last JSON line."""
+    lines = [x for x in log.splitlines() if x.startswith("{")]
+    if not lines:
+        return False, "no result"
+    result = json.loads(lines[-1])
+    return bool(result.get("ok")), json.dumps(result, sort_keys=True)
+
+
+def train_result(log: str) -> tuple[bool, str]:
+    """Whether the worker learned as the quick start promises, and its epochs."""
+    epochs = "".join(f"\n    {m.group(0)}" for m in trained.EPOCH.finditer(log))
+    return trained.learned(log, EPOCHS), epochs or "no epoch"
+
+
+RESULTS = {"kvstore": kvstore_result, "train": train_result}
 
 
 def run_one(stack: Stack, kube: Rest, program: str, workdir: Path) -> bool:
     name = f"mxjob-demo-{program}"
     job = mxjob(name, program, free_port())
-    print(f"\n== MXJob {name}: Scheduler 1, Server 2, Worker 2, each running {PROGRAMS[program]}")
+    print(f"\n== MXJob {name}: Scheduler 1, Server 2, Worker 2, running {PROGRAMS[program]}")
     print(f"   kubectl apply -f {workdir / (name + '.yaml')}")
     progress = Progress()
     run = run_job(stack, kube, job, workdir, JOB_TIMEOUT, progress.report, progress.state)
-    found = results(run)
+    found = {pod: RESULTS[program](log) for pod, log in worker_logs(run).items()}
     print("worker results:")
-    for pod, result in found.items():
-        print(f"  {pod}: {json.dumps(result, sort_keys=True)}")
+    for pod, (_, shown) in found.items():
+        print(f"  {pod}: {shown}")
     print(f"pod logs: {workdir}")
     succeeded = run.states[-1:] == ["Succeeded"]
-    return succeeded and len(found) == 2 and all(r.get("ok") for r in found.values())
+    return succeeded and len(found) == 2 and all(ok for ok, _ in found.values())
 
 
 def main(argv: list[str]) -> int:

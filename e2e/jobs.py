@@ -2,9 +2,14 @@
 
 from typing import Any
 
-# The local kubelet runs no images; a cluster would run one with MXNet and e2e/ in WORKDIR.
-IMAGE = "mxjob-e2e:local"
-PROGRAMS = {"kvstore": "e2e/kvstore_check.py", "train": "e2e/train_tiny.py"}
+import yaml
+
+from e2e.images import CHECKS_IMAGE, EXAMPLES
+
+# The checks of ours, run from the repository root (CHECKS_IMAGE).
+CHECKS = {"kvstore": "e2e/kvstore_check.py"}
+# What each program's job runs: a check, or the quick start's example as it is.
+PROGRAMS = CHECKS | {"train": "examples/dist-cpu.yaml (train.py of the examples image)"}
 # The user's own env, passed through by the hook: ps-lite logs who joined the cluster and when.
 USER_ENV = [{"name": "PS_VERBOSE", "value": "1"}]
 
@@ -12,8 +17,8 @@ USER_ENV = [{"name": "PS_VERBOSE", "value": "1"}]
 def template(program: str, args: list[str], port: int | None) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": "mxnet",
-        "image": IMAGE,
-        "command": ["python", PROGRAMS[program]],
+        "image": CHECKS_IMAGE,
+        "command": ["python", CHECKS[program]],
         "env": USER_ENV,
     }
     if args:
@@ -23,6 +28,19 @@ def template(program: str, args: list[str], port: int | None) -> dict[str, Any]:
     return {"spec": {"containers": [container]}}
 
 
+def example(file: str, name: str, scheduler_port: int) -> dict[str, Any]:
+    """examples/`file` as a user applies it, renamed, its Scheduler on `scheduler_port` (see
+    `mxjob`) and every container with USER_ENV."""
+    job: dict[str, Any] = yaml.safe_load((EXAMPLES / file).read_text())
+    job["metadata"]["name"] = name
+    for rtype, spec in job["spec"]["mxReplicaSpecs"].items():
+        for container in spec["template"]["spec"]["containers"]:
+            container["env"] = [*container.get("env", []), *USER_ENV]
+            if rtype == "Scheduler":
+                container["ports"] = [{"name": "mxjob-port", "containerPort": scheduler_port}]
+    return job
+
+
 def mxjob(
     name: str,
     program: str,
@@ -30,11 +48,14 @@ def mxjob(
     worker_policy: str = "Never",
     worker_args: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Scheduler 1, Server 2, Worker 2, every replica running `program`.
+    """Scheduler 1, Server 2, Worker 2, every replica running `program`; for `train`, the
+    quick start's examples/dist-cpu.yaml itself.
 
     The scheduler listens on `scheduler_port` on this shared host, so the job names it as its
     `mxjob-port` instead of the default 9091; the hook passes it on in `DMLC_PS_ROOT_PORT`.
     """
+    if program == "train":
+        return example("dist-cpu.yaml", name, scheduler_port)
     replicas = {
         "Scheduler": (1, "Never", template(program, [], scheduler_port)),
         "Server": (2, "Never", template(program, [], None)),
