@@ -7,8 +7,9 @@ pod's status through the status subresource, as a kubelet does. A deleted pod's 
 stopped (SIGTERM, then SIGKILL). Service names resolve to 127.0.0.1 as Services appear.
 
 What it does not model: scheduling (pods have no node; the API server deletes such pods at
-once, without a grace period), images (the command runs on this machine's Python), resources,
-probes, and container restarts (the hook's pods are `restartPolicy: Never`).
+once, without a grace period), images (the command runs on this machine's Python, in the
+folder standing for the image's WORKDIR: e2e/images.py), resources, probes, and container
+restarts (the hook's pods are `restartPolicy: Never`).
 """
 
 import signal

@@ -1,10 +1,10 @@
 """Train a small classifier with MXNet's kvstore: the program of the examples image.
 
-Every worker trains the same two-layer perceptron on its own shard of a synthetic set (points
-on two interleaved spirals, made from fixed seeds: no download, so it runs air-gapped); the
-kvstore sums the gradients and, under `dist_sync`, the servers run the optimizer. After each
-epoch a worker prints its held-out accuracy, then a digest of its final weights, which is the
-same on every worker of a `dist_sync` job.
+Every worker trains the same perceptron (two hidden layers) on its own shard of a synthetic
+set (points on two interleaved spirals, made from fixed seeds: no download, so it runs
+air-gapped); the kvstore sums the gradients and, under `dist_sync`, the servers run the
+optimizer. After each epoch a worker prints its held-out accuracy, then a digest of its final
+weights, which is the same on every worker of a `dist_sync` job.
 
 Run with `DMLC_ROLE=scheduler` or `server` (as the controller sets it), `import mxnet` starts
 that parameter-server node and exits when the workers are done: one program for every role.

@@ -1,8 +1,12 @@
 """The local kubelet of `make demo` and tests/e2e resolves a container's env as a kubelet does."""
 
+from pathlib import Path
+
 import pytest
 
-from e2e.cluster import ClusterError, argv, container_env
+from e2e.cluster import ClusterError, argv, container_env, local_workdir
+from e2e.images import CHECKS_IMAGE, EXAMPLES_IMAGE
+from tests.support import REPO
 
 CONFIG_MAPS = {"job-config": {"cluster": '{"scheduler": ["s-0:9091"]}', "port": "9091"}}
 
@@ -77,3 +81,20 @@ def test_command_and_args_expand_references() -> None:
         "--port=9091",
         "$(NOPE)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("image", "folder"),
+    [
+        pytest.param(EXAMPLES_IMAGE, REPO / "examples" / "image", id="examples-image"),
+        pytest.param(CHECKS_IMAGE, REPO, id="checks"),
+    ],
+)
+def test_a_container_runs_in_the_folder_its_image_is_built_from(image: str, folder: Path) -> None:
+    assert local_workdir(image) == folder
+    assert (local_workdir(EXAMPLES_IMAGE) / "train.py").is_file()
+
+
+def test_an_image_without_a_local_stand_in_is_refused_by_name() -> None:
+    with pytest.raises(ClusterError, match=r"no local stand-in for image 'mxjob/mxnet:1\.9\.1'"):
+        local_workdir("mxjob/mxnet:1.9.1")
