@@ -61,15 +61,15 @@ def kvstore_result(log: str) -> tuple[bool, str]:
     """The check's verdict and its last JSON line."""
     lines = [x for x in log.splitlines() if x.startswith("{")]
     if not lines:
-        return False, "no result"
+        return False, " no result"
     result = json.loads(lines[-1])
-    return bool(result.get("ok")), json.dumps(result, sort_keys=True)
+    return bool(result.get("ok")), " " + json.dumps(result, sort_keys=True)
 
 
 def train_result(log: str) -> tuple[bool, str]:
     """Whether the worker learned as the quick start promises, and its epochs."""
     epochs = "".join(f"\n    {m.group(0)}" for m in trained.EPOCH.finditer(log))
-    return trained.learned(log, EPOCHS), epochs or "no epoch"
+    return trained.learned(log, EPOCHS), epochs or " no epoch"
 
 
 RESULTS = {"kvstore": kvstore_result, "train": train_result}
@@ -85,7 +85,7 @@ def run_one(stack: Stack, kube: Rest, program: str, workdir: Path) -> bool:
     found = {pod: RESULTS[program](log) for pod, log in worker_logs(run).items()}
     print("worker results:")
     for pod, (_, shown) in found.items():
-        print(f"  {pod}: {shown}")
+        print(f"  {pod}:{shown}")
     print(f"pod logs: {workdir}")
     succeeded = run.states[-1:] == ["Succeeded"]
     return succeeded and len(found) == 2 and all(ok for ok, _ in found.values())
