@@ -24,8 +24,8 @@ async def watch_jobs(client: AsyncClient, deleter: Deleter, listed: Callable[[],
         try:
             version = await relist(client, deleter)
             listed()
-            failures = 0
             async for event, job in client.watch(MXJob, namespace=ALL_NS, resource_version=version):
+                failures = 0  # reset by an event, not by the list: a failing watch backs off
                 observe(deleter, event, dict(job))
         except httpx2.HTTPError as error:
             if status_code(error) == 410:
