@@ -52,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         # Imported here: the hook's own commands need no Kubernetes client.
         from app.ttlcontroller import main as ttl_controller
 
-        ttl_controller.run(args.host, args.port, args.log_level)
-        return 0
+        return ttl_controller.run(args.host, args.port, args.log_level)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return _render(args.file, args.namespace, args.expand, child_types)
 

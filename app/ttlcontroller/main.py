@@ -7,7 +7,7 @@ import signal
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from lightkube import AsyncClient
+from lightkube import AsyncClient, ConfigError, KubeConfig
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from app import jsonlog
@@ -42,22 +42,29 @@ class Probe(BaseHTTPRequestHandler):
         """Probes and scrapes are not logged: they come every few seconds."""
 
 
-def run(host: str, port: int, log_level: str = "INFO") -> None:
-    """Serve the probes on `host`:`port` and delete expired jobs until SIGTERM or SIGINT."""
+def run(host: str, port: int, log_level: str = "INFO") -> int:
+    """Serve the probes on `host`:`port` and delete expired jobs until SIGTERM or SIGINT;
+    2 at once if there are no credentials for the cluster (in-cluster, or KUBECONFIG)."""
     logging.config.dictConfig(jsonlog.config(log_level))
+    try:
+        config = KubeConfig.from_env()
+    except ConfigError as error:
+        log.error(f"no cluster to talk to: {error}")
+        return 2
     probes = ThreadingHTTPServer((host, port), Probe)
     threading.Thread(target=probes.serve_forever, name="probes", daemon=True).start()
     log.info("TTL controller started", extra={"port": probes.server_address[1]})
     try:
-        asyncio.run(_controller())
+        asyncio.run(_controller(config))
     finally:
         probes.shutdown()
         log.info("TTL controller stopped")
+    return 0
 
 
-async def _controller() -> None:
+async def _controller(config: KubeConfig) -> None:
     loop = asyncio.get_running_loop()
-    async with AsyncClient() as client:
+    async with AsyncClient(config=config) as client:
         deleter = Deleter(client)
         watching = asyncio.create_task(watch_jobs(client, deleter, Probe.listed.set))
         for signum in (signal.SIGTERM, signal.SIGINT):
