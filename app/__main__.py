@@ -1,4 +1,5 @@
-"""Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job."""
+"""Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job,
+`python -m app ttl-controller` deletes finished jobs whose TTL has passed."""
 
 import argparse
 import sys
@@ -35,10 +36,23 @@ def main(argv: list[str] | None = None) -> int:
         help="as under a CompositeController that declares no ConfigMap children: MX_CONFIG "
         "whole in every pod, and the size rule of that layout",
     )
+    ttl = commands.add_parser(
+        "ttl-controller",
+        help="delete each finished MXJob once its ttlSecondsAfterFinished has passed "
+        "(the cluster's credentials: in-cluster, else KUBECONFIG); /metrics and /healthz on --port",
+    )
+    ttl.add_argument("--host", default="127.0.0.1")
+    ttl.add_argument("--port", type=int, default=9090)
+    ttl.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     args = parser.parse_args(argv)
     if args.command == "serve":
         server.run(settings.from_env(), args.host, args.port)
         return 0
+    if args.command == "ttl-controller":
+        # Imported here: the hook's own commands need no Kubernetes client.
+        from app.ttlcontroller import main as ttl_controller
+
+        return ttl_controller.run(args.host, args.port, args.log_level)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return _render(args.file, args.namespace, args.expand, child_types)
 

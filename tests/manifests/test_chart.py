@@ -107,6 +107,7 @@ CASES = {
         ("kube-state-metrics",),
         ("--set", "monitoring.kubeStateMetrics.enabled=true"),
     ),
+    "ttl-controller": ("standalone", ("ttl-controller",), ("--set", "ttlController.enabled=true")),
 }
 
 

@@ -1,0 +1,1 @@
+"""The TTL controller: deletes a finished MXJob once its ttlSecondsAfterFinished has passed."""
