@@ -337,8 +337,6 @@ def test_hook_pods_are_hardened(overlay: str) -> None:
         False,
         {
             "runAsNonRoot": True,
-            "runAsUser": 10001,
-            "runAsGroup": 10001,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     )
