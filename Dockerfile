@@ -18,12 +18,14 @@ RUN pip install --no-cache-dir -r requirements.txt
 
 COPY LICENSE ./
 COPY app/ ./app/
-# Compiled at build time: the root file system is read-only at run time.
+# Compiled at build time: the root file system is read-only at run time, and the hook writes
+# nothing but /tmp. Its files are root's, group 0, world-readable: any UID may run it (OpenShift
+# assigns one from the namespace's range, with group 0), and group 0 reads a mounted Secret
+# whose mode is 0440. USER is numeric, so that Kubernetes can check runAsNonRoot.
 RUN python -m compileall -q app \
-    && groupadd --system --gid 10001 mxjob \
-    && useradd --system --uid 10001 --gid mxjob --no-create-home --shell /usr/sbin/nologin mxjob
+    && useradd --system --uid 10001 --gid 0 --no-create-home --shell /usr/sbin/nologin mxjob
 
-USER 10001:10001
+USER 10001:0
 EXPOSE 8080
 # `make run` without the virtualenv, listening on all interfaces; `docker run IMAGE render FILE`
 # runs the render command instead.

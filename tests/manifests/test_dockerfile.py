@@ -102,7 +102,7 @@ def test_installs_only_requirements_txt() -> None:
 
 def test_runs_as_a_non_root_user() -> None:
     users = [rest for word, rest in dockerfile() if word == "USER"]
-    assert users == ["10001:10001"]
+    assert users == ["10001:0"], "numeric (runAsNonRoot is checked), group 0 (any UID)"
     assert [word for word, _ in dockerfile()][-4:] == ["USER", "EXPOSE", "ENTRYPOINT", "CMD"]
 
 

@@ -64,7 +64,8 @@ def overlay(request: pytest.FixtureRequest) -> str:
 
 def test_runs_as_non_root(overlay: str) -> None:
     assert _security(overlay, "runAsNonRoot") is True
-    assert _security(overlay, "runAsUser") not in (None, 0)
+    assert _security(overlay, "runAsUser") is None, "the image's or the platform's (restricted-v2)"
+    assert _security(overlay, "runAsGroup") is None
 
 
 def test_read_only_root_and_no_privilege(overlay: str) -> None:

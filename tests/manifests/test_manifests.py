@@ -13,13 +13,7 @@ import yaml
 
 from app import __version__
 from tests.support import REPO
-from tests.support.kustomize import (
-    MissingMetacontrollerSource,
-    documents,
-    metacontroller_manifests,
-    needs_metacontroller_source,
-    with_components,
-)
+from tests.support.kustomize import documents, with_components
 from tests.support.overlays import HOOK_LABELS, IMAGE, KUEUE, LAYOUT, build
 
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -47,34 +41,17 @@ def test_every_overlay_is_covered() -> None:
     assert sorted(p.name for p in OVERLAYS.iterdir()) == sorted(LAYOUT)
 
 
-def buildable(overlay: str) -> bool:
-    """False for an overlay whose build needs Metacontroller's source where there is none."""
-    if not needs_metacontroller_source(overlay):
-        return True
-    try:
-        metacontroller_manifests()
-    except MissingMetacontrollerSource:
-        return False
-    return True
-
-
 def built_in_objects() -> list[Any]:
-    """One case per object and Kubernetes version; without Metacontroller's source, one case
-    for the overlays that need it, which fails (it never passes nor skips) naming
-    METACONTROLLER_SRC, and collection goes on."""
+    """One case per object and Kubernetes version."""
     return [
         pytest.param(overlay, n, version, id=f"{overlay}-{kind}-{version}")
         for overlay in LAYOUT
-        for n, kind in (
-            [(n, d["kind"]) for n, d in enumerate(build(overlay))]
-            if buildable(overlay)
-            else [(-1, "needs-METACONTROLLER_SRC")]
-        )
+        for n, kind in enumerate(d["kind"] for d in build(overlay))
         if kind != "CompositeController"
         for version in (
             OLDEST_WITH_GUARD if overlay == "with-metacontroller" else OLDEST,
             KUBERNETES,
-        )[: 1 if n < 0 else 2]
+        )
     ]
 
 
@@ -360,8 +337,6 @@ def test_hook_pods_are_hardened(overlay: str) -> None:
         False,
         {
             "runAsNonRoot": True,
-            "runAsUser": 10001,
-            "runAsGroup": 10001,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     )

@@ -1,10 +1,10 @@
-"""`kubectl kustomize` of an overlay, with Metacontroller's release manifests from the local copy.
+"""`kubectl kustomize` of an overlay, and Metacontroller's release manifests.
 
-The `with-metacontroller` overlay installs Metacontroller from its release manifests, pinned by
-tag on GitHub. Tests have no network: `build_overlay` builds a copy of the overlay whose remote
-base is replaced by the same release's manifests in Metacontroller's source copy
-(`localcluster.realstack.metacontroller_source` says where it is found), with the real
-kubectl's kustomize. Everything else in the overlay is built as it is.
+The `with-metacontroller` overlay installs Metacontroller from its release manifests, kept in
+the repository (`RELEASE_COPY`), so every overlay builds as it is, with no network.
+`metacontroller_manifests` is the same release in Metacontroller's source copy
+(`localcluster.realstack.metacontroller_source` says where it is found), which the copy is
+checked against.
 
 `kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh
 picks for the API-server tier (the machine's of the pinned minor, or one it builds and caches).
@@ -12,14 +12,11 @@ picks for the API-server tier (the machine's of the pinned minor, or one it buil
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from localcluster.apiserver import ClusterError, obtain_kubectl
@@ -27,9 +24,8 @@ from localcluster.realstack import metacontroller_source
 from tests.support import REPO
 
 OVERLAYS = REPO / "manifests" / "overlays"
-METACONTROLLER_RELEASE = (
-    "https://github.com/metacontroller/metacontroller//manifests/production?ref=v4.17.2"
-)
+# Metacontroller v4.17.2's manifests/production, byte for byte (its SOURCE.md).
+RELEASE_COPY = REPO / "manifests" / "third_party" / "metacontroller"
 
 
 class MissingMetacontrollerSource(FileNotFoundError):
@@ -37,7 +33,7 @@ class MissingMetacontrollerSource(FileNotFoundError):
 
 
 def metacontroller_manifests() -> Path:
-    """The local copy of Metacontroller v4.17.2's production manifests."""
+    """Metacontroller v4.17.2's production manifests in its source copy."""
     try:
         source = metacontroller_source()
     except ClusterError as error:  # none here and none fetched: the script says why
@@ -46,17 +42,11 @@ def metacontroller_manifests() -> Path:
         if (candidate / "kustomization.yaml").is_file():
             return candidate
     raise MissingMetacontrollerSource(
-        f"the with-metacontroller overlay is built from Metacontroller v4.17.2's source, and "
+        f"{RELEASE_COPY.relative_to(REPO)} is checked against Metacontroller v4.17.2's source, and "
         f"{source} has no manifests/production/kustomization.yaml: set METACONTROLLER_SRC to a "
         "checkout of https://github.com/metacontroller/metacontroller at tag v4.17.2 "
-        "(README.md, Two commands)"
+        "(docs/development.md)"
     )
-
-
-def needs_metacontroller_source(overlay: str) -> bool:
-    """The overlay's build reads Metacontroller's manifests (its remote base)."""
-    kustomization = yaml.safe_load((OVERLAYS / overlay / "kustomization.yaml").read_text())
-    return METACONTROLLER_RELEASE in (kustomization.get("resources") or [])
 
 
 @functools.cache
@@ -86,30 +76,7 @@ def with_components(folder: Path, overlay: str, *components: str) -> Path:
 
 def build_overlay(overlay: str) -> str:
     """The overlay's `kubectl kustomize` output (YAML text)."""
-    source = OVERLAYS / overlay
-    kustomization = yaml.safe_load((source / "kustomization.yaml").read_text())
-    resources = kustomization.get("resources") or []
-    remote = [r for r in resources if "://" in r]
-    with tempfile.TemporaryDirectory() as tmp:
-        if remote:
-            assert remote == [METACONTROLLER_RELEASE], f"{overlay}: unexpected remote {remote}"
-            local = Path(tmp) / overlay
-            shutil.copytree(source, local)
-
-            # kustomize takes no absolute path as a base: every one relative to the copy.
-            def relative(entry: str) -> str:
-                if (source / entry).is_file():  # a file of the overlay's own, copied with it
-                    return entry
-                found = metacontroller_manifests() if entry == METACONTROLLER_RELEASE else None
-                return os.path.relpath(found or (source / entry).resolve(), local)
-
-            kustomization["resources"] = [relative(r) for r in resources]
-            kustomization["components"] = [
-                relative(c) for c in kustomization.get("components") or []
-            ]
-            (local / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
-            source = local
-        return built(source)
+    return built(OVERLAYS / overlay)
 
 
 def built(folder: Path) -> str:
@@ -134,13 +101,6 @@ def is_metacontroller(document: dict[str, Any]) -> bool:
 
 
 def hook_objects(overlay: str) -> tuple[dict[str, Any], ...]:
-    """The overlay's objects but Metacontroller's own: what this project installs. Without
-    Metacontroller's source, the test fails with the one message that says where to put it."""
-    try:
-        text = build_overlay(overlay)
-    except MissingMetacontrollerSource as missing:
-        message = str(missing)
-    else:
-        documents = (d for d in yaml.safe_load_all(text) if d)
-        return tuple(d for d in documents if not is_metacontroller(d))
-    pytest.fail(message, pytrace=False)
+    """The overlay's objects but Metacontroller's own: what this project installs."""
+    documents = (d for d in yaml.safe_load_all(build_overlay(overlay)) if d)
+    return tuple(d for d in documents if not is_metacontroller(d))

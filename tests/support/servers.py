@@ -7,7 +7,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -132,11 +132,18 @@ def closed_by_peer(sock: socket.socket, timeout: float) -> bool:
     return False
 
 
-def start(env: dict[str, str], log: IO[bytes], scheme: str = "http", verify: Any = True) -> Server:
-    """`python -m app serve` with `env` added to the environment, once it answers /healthz."""
+def start(
+    env: dict[str, str],
+    log: IO[bytes],
+    scheme: str = "http",
+    verify: Any = True,
+    prefix: Sequence[str] = (),
+) -> Server:
+    """`python -m app serve` with `env` added to the environment, once it answers /healthz;
+    `prefix` runs it through another command (which execs it, e.g. setpriv)."""
     port = free_port()
     proc = subprocess.Popen(
-        hook_command(port),
+        [*prefix, *hook_command(port)],
         cwd=REPO,
         env=os.environ | env,
         stdout=subprocess.DEVNULL,
@@ -156,11 +163,13 @@ def start(env: dict[str, str], log: IO[bytes], scheme: str = "http", verify: Any
 
 
 @contextmanager
-def serving(env: dict[str, str], scheme: str = "http", verify: Any = True) -> Iterator[Server]:
+def serving(
+    env: dict[str, str], scheme: str = "http", verify: Any = True, prefix: Sequence[str] = ()
+) -> Iterator[Server]:
     """The real hook for the block (`start`), its logs in a temporary file; stopped at the end
     unless the test stopped it."""
     with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        server = start(env, log, scheme, verify)
+        server = start(env, log, scheme, verify, prefix)
         try:
             yield server
         finally:
