@@ -27,6 +27,14 @@ BUILD_TIMEOUT = 40 * 60  # a cold Go build of kube-apiserver on 2 cores; later r
 START_TIMEOUT = 120
 KUBECTL_TIMEOUT = 60
 ADMIN_USER = "mxjob-test-admin"
+# Who Metacontroller is in a cluster (the with-metacontroller overlay's ServiceAccount), and the
+# groups the API server gives a ServiceAccount's token: rights come only from what binds them.
+METACONTROLLER_USER = "system:serviceaccount:metacontroller:metacontroller"
+METACONTROLLER_GROUPS = (
+    "system:serviceaccounts",
+    "system:serviceaccounts:metacontroller",
+    "system:authenticated",
+)
 
 
 class ClusterError(RuntimeError):
@@ -53,7 +61,9 @@ class Binaries:
 
 @dataclass(frozen=True)
 class ApiServer:
-    """A running API server: where it is, how to authenticate, and kubectl wired to it."""
+    """A running API server: where it is, how to authenticate, and kubectl wired to it.
+    `kubeconfig` is the admin's; `metacontroller_kubeconfig` authenticates as Metacontroller's
+    ServiceAccount (`METACONTROLLER_USER`), which may do only what a binding grants it."""
 
     url: str
     token: str
@@ -61,6 +71,7 @@ class ApiServer:
     kubeconfig: Path
     kubectl_path: Path
     kubectl_cache: Path
+    metacontroller_kubeconfig: Path
 
     def kubectl(
         self,
@@ -217,7 +228,9 @@ def apiserver_command(
     ]  # fmt: skip
 
 
-def write_kubeconfig(path: Path, url: str, ca_cert: Path, token: str) -> Path:
+def write_kubeconfig(
+    path: Path, url: str, ca_cert: Path, token: str, user: str = ADMIN_USER
+) -> Path:
     config = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -227,10 +240,8 @@ def write_kubeconfig(path: Path, url: str, ca_cert: Path, token: str) -> Path:
                 "cluster": {"server": url, "certificate-authority": str(ca_cert)},
             }
         ],
-        "users": [{"name": ADMIN_USER, "user": {"token": token}}],
-        "contexts": [
-            {"name": "mxjob-test", "context": {"cluster": "mxjob-test", "user": ADMIN_USER}}
-        ],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": "mxjob-test", "context": {"cluster": "mxjob-test", "user": user}}],
         "current-context": "mxjob-test",
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -255,16 +266,21 @@ def cluster(
     audit_log: Path | None = None,
     flags: tuple[str, ...] = (),
 ) -> Iterator[ApiServer]:
-    """etcd plus kube-apiserver on free loopback ports, with a static system:masters token;
-    `flags` are added to the API server's command line (for example `--event-ttl=20s`).
+    """etcd plus kube-apiserver on free loopback ports, with a static system:masters token and
+    one for Metacontroller's ServiceAccount (bound to nothing until a role is applied); `flags`
+    are added to the API server's command line (for example `--event-ttl=20s`).
 
     With `audit_log`, the API server also writes every request's metadata there, a JSON line
     per request, before it answers (blocking mode: the log is complete when the answer is in).
     """
     pki = make_pki(workdir)
-    token = secrets.token_hex(16)
+    token, metacontroller_token = secrets.token_hex(16), secrets.token_hex(16)
     token_file = workdir / "tokens.csv"
-    token_file.write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+    token_file.write_text(
+        f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n'
+        f"{metacontroller_token},{METACONTROLLER_USER},{METACONTROLLER_USER},"
+        f'"{",".join(METACONTROLLER_GROUPS)}"\n'
+    )
     etcd_port, peer_port, port = free_port(), free_port(), free_port()
     etcd_log, apiserver_log = workdir / "etcd.log", workdir / "kube-apiserver.log"
     etcd = etcd_command(binaries.etcd, workdir / "etcd-data", etcd_port, peer_port)
@@ -282,6 +298,11 @@ def cluster(
             ready = lambda: http_ok(f"{url}/readyz", context, token)  # noqa: E731
             wait_until(ready, apiserver_process, apiserver_log, "kube-apiserver")
             kubeconfig = write_kubeconfig(workdir / "kubeconfig", url, pki.ca_cert, token)
+            metacontroller_kubeconfig = write_kubeconfig(
+                workdir / "metacontroller.kubeconfig", url, pki.ca_cert, metacontroller_token,
+                METACONTROLLER_USER,
+            )  # fmt: skip
             yield ApiServer(
-                url, token, pki.ca_cert, kubeconfig, binaries.kubectl, workdir / "kubectl-cache"
-            )
+                url, token, pki.ca_cert, kubeconfig, binaries.kubectl, workdir / "kubectl-cache",
+                metacontroller_kubeconfig,
+            )  # fmt: skip

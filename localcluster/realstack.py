@@ -5,7 +5,9 @@
   `metacontroller_source` finds that source the way the script does (fetching it if need be).
 - `serve_hook` runs `python -m app serve` on a free loopback port; `Hook.down()` stops it for a
   while and starts it again on the same port (a hook outage).
-- `run_metacontroller` runs Metacontroller out of cluster with the API server's kubeconfig.
+- `grant_metacontroller` applies the ClusterRole and ClusterRoleBinding an install ships for
+  Metacontroller; `run_metacontroller` runs Metacontroller out of cluster, as the ServiceAccount
+  they bind (the kubeconfig `grant_metacontroller` returns) or as the admin.
 - `delete_jobs` deletes the MXJobs earlier tests left, before Metacontroller starts.
 - `install_controller` applies Metacontroller's CRDs and our CompositeController exactly as
   shipped (metacontroller/compositecontroller.yaml) except that its webhook points at the hook's
@@ -18,7 +20,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,15 @@ from typing import Any
 import yaml
 
 from . import REPO, buildscript
-from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, http_ok, running, wait_until
+from .apiserver import (
+    BUILD_TIMEOUT,
+    METACONTROLLER_USER,
+    ApiServer,
+    ClusterError,
+    http_ok,
+    running,
+    wait_until,
+)
 from .buildscript import stop
 from .ports import free_port, free_ports
 
@@ -146,17 +156,50 @@ class Metacontroller:
     process: subprocess.Popen[bytes]
     metrics_url: str
 
+    def refusals(self) -> list[str]:
+        """Its log lines that tell of a request the API server refused (403): a rule its role
+        lacks. It logs a refused watch and goes on, so only its log shows it."""
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [line for line in lines if " is forbidden: User " in line]
+
+
+def binds_metacontroller(binding: dict[str, Any]) -> bool:
+    """The binding's subjects include Metacontroller's ServiceAccount (`METACONTROLLER_USER`)."""
+    _, _, namespace, name = METACONTROLLER_USER.split(":")
+    account = {"kind": "ServiceAccount", "name": name, "namespace": namespace}
+    return any({k: s.get(k) for k in account} == account for s in binding.get("subjects") or [])
+
+
+def grant_metacontroller(server: ApiServer, documents: Sequence[dict[str, Any]]) -> Path:
+    """Apply the ClusterRoleBindings among `documents` (an install's objects) that bind
+    Metacontroller's ServiceAccount, and the ClusterRoles they name, exactly as they are; return
+    the kubeconfig that authenticates as that ServiceAccount, for `run_metacontroller`."""
+    bindings = [
+        d for d in documents if d["kind"] == "ClusterRoleBinding" and binds_metacontroller(d)
+    ]
+    names = {b["roleRef"]["name"] for b in bindings if b["roleRef"]["kind"] == "ClusterRole"}
+    roles = [d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"] in names]
+    if not bindings or len(roles) != len(names):
+        raise ClusterError(f"no ClusterRole bound to {METACONTROLLER_USER} among the objects given")
+    server.apply(*roles, *bindings)
+    return server.metacontroller_kubeconfig
+
 
 @contextmanager
 def run_metacontroller(
-    binary: Path, server: ApiServer, workdir: Path, flags: tuple[str, ...] = ()
+    binary: Path,
+    server: ApiServer,
+    workdir: Path,
+    flags: tuple[str, ...] = (),
+    kubeconfig: Path | None = None,
 ) -> Iterator[Metacontroller]:
     """Metacontroller out of cluster against `server`; `flags` are added to its command line
-    (for example `--client-go-qps=50`). Several may run at once, each on ports of its own."""
+    (for example `--client-go-qps=50`). Several may run at once, each on ports of its own. It
+    acts as whoever `kubeconfig` authenticates (`grant_metacontroller`), by default the admin."""
     health, metrics = free_ports(2)
     log = workdir / f"metacontroller-{health}.log"
     command = [
-        str(binary), f"--kubeconfig={server.kubeconfig}",
+        str(binary), f"--kubeconfig={kubeconfig or server.kubeconfig}",
         f"--health-probe-bind-address=127.0.0.1:{health}",
         f"--metrics-address=127.0.0.1:{metrics}", "--discovery-interval=2s",
         "--zap-log-level=4", *flags,

@@ -12,7 +12,8 @@ Public API for tests in this directory:
   `apiserver`, with our CRDs and our CompositeController installed (`localcluster/realstack.py`);
   every test that uses it runs under Metacontroller's defaults (`[defaults]`: a cluster's own
   Metacontroller, its apply strategy `dynamic-apply`) and under the flags and admission policy
-  the `with-metacontroller` overlay ships (`[shipped]`: `server-side-apply`).
+  the `with-metacontroller` overlay ships (`[shipped]`: `server-side-apply`); either way as
+  Metacontroller's ServiceAccount under the ClusterRole that overlay ships, not as the admin.
 - `rest` (session): the API server's REST API (`localcluster/rest.py`), for polling and playing
   the kubelet.
 - `figure` (session): `figure(line)` prints a measured figure on the terminal as the tier runs.
@@ -40,6 +41,7 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, shipped_flags
 from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.kustomize import shipped_access
 
 HERE = Path(__file__).parent
 METACONTROLLERS = ("defaults", "shipped")
@@ -93,7 +95,8 @@ def real_stack(
     installed, the MXJobs of earlier tests deleted. Tests share it: each works in its own
     namespace. From here on Metacontroller syncs every MXJob on `apiserver`, so the tests that
     do not use it run first (see pytest_collection_modifyitems). Under `shipped`, Metacontroller
-    runs with the overlay's flags and the adoption guard is installed."""
+    runs with the overlay's flags and the adoption guard is installed. Either way it runs as its
+    ServiceAccount, bound to the overlay's ClusterRole only."""
     shipped = request.param == "shipped"
     workdir = tmp_path_factory.mktemp(f"real-stack-{request.param}")
     flags = shipped_flags() if shipped else ()
@@ -104,10 +107,14 @@ def real_stack(
             apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))
         else:
             apiserver.kubectl("delete", "-f", str(ADOPTION_GUARD), "--ignore-not-found")
+        kubeconfig = shipped_access(apiserver)
         with serve_hook(workdir) as hook:
             install_controller(apiserver, hook.url)
-            with run_metacontroller(metacontroller_binary, apiserver, workdir, flags) as running:
+            with run_metacontroller(
+                metacontroller_binary, apiserver, workdir, flags, kubeconfig
+            ) as running:
                 yield RealStack(apiserver, hook, running, shipped)
+                assert running.refusals() == [], "a request outside the shipped role"
 
 
 @pytest.fixture(scope="session")

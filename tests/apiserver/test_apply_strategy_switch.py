@@ -34,6 +34,7 @@ from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, release_0_1_0_flags, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.kustomize import shipped_access
 from tests.support.scenario import Job, content, manifest, run_job
 
 DYNAMIC = release_0_1_0_flags()  # Metacontroller's default apply strategy
@@ -50,6 +51,7 @@ class Stack:
     hook: Hook
     binary: Path
     workdir: Path
+    kubeconfig: Path  # Metacontroller's ServiceAccount's, under the shipped role
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +70,16 @@ def stack(
         controller["spec"]["resyncPeriodSeconds"] = RESYNC
         server.apply(controller)
         server.kubectl("apply", "-f", str(ADOPTION_GUARD))
-        yield Stack(server, hook, metacontroller_binary, workdir)
+        yield Stack(server, hook, metacontroller_binary, workdir, shipped_access(server))
 
 
 @contextmanager
 def metacontroller(stack: Stack, flags: tuple[str, ...]) -> Iterator[None]:
-    with run_metacontroller(stack.binary, stack.server, stack.workdir, flags):
+    with run_metacontroller(
+        stack.binary, stack.server, stack.workdir, flags, stack.kubeconfig
+    ) as running:
         yield
+        assert running.refusals() == [], "a request outside the shipped role"
 
 
 def settle(stack: Stack, job: Job) -> None:

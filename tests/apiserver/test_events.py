@@ -42,6 +42,7 @@ from localcluster.stack import shipped_flags
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.kustomize import shipped_access
 
 EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
@@ -79,8 +80,12 @@ def stack(
     ):
         install_crds(server)
         install_controller(server, "http://127.0.0.1:9")  # Metacontroller's CRDs; no hook yet
-        with run_metacontroller(metacontroller_binary, server, workdir, flags):
+        kubeconfig = shipped_access(server, "events")
+        with run_metacontroller(
+            metacontroller_binary, server, workdir, flags, kubeconfig
+        ) as running:
             yield Stack(server, workdir, audit)
+            assert running.refusals() == [], "a request outside the shipped role"
 
 
 def with_events(hook_url: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.controllers import AGGREGATION, kube_controllers
-from tests.support.kustomize import hook_objects
+from tests.support.kustomize import hook_objects, shipped_access
 from tests.support.scenario import Job, apply_job, manifest
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -76,8 +76,12 @@ def stack(
             with run_kueue(parts.binary, server, workdir), serve_hook(workdir) as hook:
                 install_controller(server, hook.url)  # Metacontroller's CRDs
                 server.apply(kueue_controller(hook.url))
-                with run_metacontroller(metacontroller_binary, server, workdir):
+                kubeconfig = shipped_access(server, "kueue")
+                with run_metacontroller(
+                    metacontroller_binary, server, workdir, (), kubeconfig
+                ) as running:
                     yield KueueStack(server, rest, hook, parts.rbac)
+                    assert running.refusals() == [], "a request outside the shipped role"
 
 
 def namespace(stack: KueueStack, name: str) -> str:

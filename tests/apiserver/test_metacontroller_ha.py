@@ -44,6 +44,7 @@ from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, leader_election_flags, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.kustomize import shipped_access
 from tests.support.scenario import (
     CREATED,
     RUNNING,
@@ -69,13 +70,14 @@ class Cluster:
     workdir: Path
     audit: Path
     processes: ExitStack
+    kubeconfig: Path  # Metacontroller's ServiceAccount's, under the shipped role
     replicas: list[Metacontroller] = field(default_factory=list)
     events: list[tuple[str, str, str, str]] = field(default_factory=list)  # type, ns, name, uid
 
     def start_replica(self) -> Metacontroller:
         flags = (*shipped_flags(), *leader_election_flags())
         replica = self.processes.enter_context(
-            run_metacontroller(self.binary, self.server, self.workdir, flags)
+            run_metacontroller(self.binary, self.server, self.workdir, flags, self.kubeconfig)
         )
         self.replicas.append(replica)
         return replica
@@ -132,7 +134,8 @@ def ha(
             hook = stack.enter_context(serve_hook(workdir))
             install_controller(server, hook.url)
             server.kubectl("apply", "-f", str(ADOPTION_GUARD))
-            found = Cluster(server, rest, metacontroller_binary, workdir, audit, stack)
+            kubeconfig = shipped_access(server)
+            found = Cluster(server, rest, metacontroller_binary, workdir, audit, stack, kubeconfig)
             stop = threading.Event()
             watcher = threading.Thread(target=watch_pods, args=(rest, found.events, stop))
             watcher.start()
@@ -142,6 +145,8 @@ def ha(
             wait_for(found.leader, "the first replica leads", TAKEOVER, lambda r: r is first)
             found.start_replica()
             yield found
+            refused = [line for r in found.replicas for line in r.refusals()]
+            assert refused == [], "a request outside the shipped role"
 
 
 def big_job() -> dict[str, Any]:

@@ -14,13 +14,14 @@ import functools
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from localcluster.apiserver import ClusterError, obtain_kubectl
-from localcluster.realstack import metacontroller_source
+from localcluster.apiserver import ApiServer, ClusterError, obtain_kubectl
+from localcluster.realstack import grant_metacontroller, metacontroller_source
 from tests.support import REPO
 
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -57,8 +58,9 @@ def kubectl() -> str:
     return str(obtain_kubectl(live))
 
 
-def with_components(folder: Path, overlay: str, *components: str) -> Path:
-    """A throwaway overlay in `folder` (created): `overlay` with `components` added."""
+def with_components(folder: Path, overlay: str | Path, *components: str) -> Path:
+    """A throwaway overlay in `folder` (created): `overlay` (a name in manifests/overlays, or a
+    folder) with `components` added."""
     folder.mkdir()
 
     def relative(path: Path) -> str:  # no absolute bases
@@ -74,9 +76,27 @@ def with_components(folder: Path, overlay: str, *components: str) -> Path:
     return folder
 
 
-def build_overlay(overlay: str) -> str:
-    """The overlay's `kubectl kustomize` output (YAML text)."""
-    return built(OVERLAYS / overlay)
+def build_overlay(overlay: str, *components: str) -> str:
+    """The overlay's `kubectl kustomize` output (YAML text), with `components` (names in
+    manifests/components) added as a user's overlay adds them."""
+    if not components:
+        return built(OVERLAYS / overlay)
+    with tempfile.TemporaryDirectory() as tmp:
+        return built(with_components(Path(tmp) / "with-components", overlay, *components))
+
+
+@functools.cache
+def overlay_objects(overlay: str, *components: str) -> tuple[dict[str, Any], ...]:
+    """The objects of `build_overlay(overlay, *components)`, built once per session (do not
+    change them)."""
+    return tuple(d for d in yaml.safe_load_all(build_overlay(overlay, *components)) if d)
+
+
+def shipped_access(server: ApiServer, *components: str) -> Path:
+    """Metacontroller's ClusterRole and binding as the with-metacontroller overlay ships them
+    with `components` added, applied to `server`; the kubeconfig of the ServiceAccount they
+    bind, for `run_metacontroller`."""
+    return grant_metacontroller(server, overlay_objects("with-metacontroller", *components))
 
 
 def built(folder: Path) -> str:
