@@ -1,6 +1,8 @@
-"""Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job."""
+"""Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job,
+`python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md)."""
 
 import argparse
+import logging
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,12 +37,28 @@ def main(argv: list[str] | None = None) -> int:
         help="as under a CompositeController that declares no ConfigMap children: MX_CONFIG "
         "whole in every pod, and the size rule of that layout",
     )
+    commands.add_parser(
+        "kueue-status",
+        help="write the PodsReady condition and clear evicted reservations on the Kueue "
+        "Workloads of MXJobs (in cluster, or with $KUBECONFIG)",
+    )
     args = parser.parse_args(argv)
+    if args.command == "kueue-status":
+        return _kueue_status()
     if args.command == "serve":
         server.run(settings.from_env(), args.host, args.port)
         return 0
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return _render(args.file, args.namespace, args.expand, child_types)
+
+
+def _kueue_status() -> int:
+    # Imported here: the hook's own commands need no Kubernetes client.
+    from app.kueuestatus import watch
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    watch.run()
+    return 0
 
 
 def _render(path: str, namespace: str, expand: bool, child_types: tuple[str, ...]) -> int:
