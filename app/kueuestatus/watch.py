@@ -89,6 +89,7 @@ def follow(client: Client, res: Any, kind: str, cache: Cache, todo: "queue.Queue
             objects = [_as_dict(o) for o in listed]
             for key in cache.replace(kind, objects):
                 todo.put(key)
+            LOG.info("listed %d %s objects; watching", len(objects), kind)
             events = client.watch(
                 res, namespace=ALL_NS, labels=SELECTOR, resource_version=listed.resourceVersion
             )
