@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from localcluster.apiserver import Binaries, cluster
 from localcluster.crds import install_crds
@@ -30,6 +31,7 @@ from tests.apiserver.test_kueue import (
     pod_names,
     workloads,
 )
+from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.scenario import Job, apply_job
 
@@ -145,3 +147,28 @@ def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
     figure(f"two PodsReady-timeout evictions ({TIMEOUT} s each) and a requeue: "
            f"{time.monotonic() - started:.1f} s")  # fmt: skip
     assert the_workload(stack, ns, "stuck")["metadata"]["uid"] == uid
+
+
+def test_the_writers_rbac_allows_what_it_does_and_no_more(stack: KueueStack) -> None:
+    """The kueue-status component's ClusterRole and binding, on the real API server."""
+    writer = REPO / "manifests" / "components" / "kueue-status" / "writer.yaml"
+    rbac = [d for d in yaml.safe_load_all(writer.read_text()) if d["kind"] != "Deployment"]
+    stack.apiserver.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mxjob-system"}}, *rbac
+    )
+    who = "--as=system:serviceaccount:mxjob-system:mxjob-controller-kueue-status"
+
+    def can(*what: str) -> bool:
+        done = stack.apiserver.kubectl(who, "auth", "can-i", *what, "-A", check=False)
+        return done.stdout.strip() == "yes"
+
+    workloads_ = "workloads.kueue.x-k8s.io"
+    for verb in ("get", "list", "watch"):
+        assert can(verb, workloads_), verb
+        assert can(verb, "pods"), verb
+    assert can("patch", workloads_, "--subresource=status")
+    for verb in ("create", "update", "patch", "delete"):
+        assert not can(verb, workloads_), verb
+        assert not can(verb, "pods"), verb
+    assert not can("update", workloads_, "--subresource=status")
+    assert not can("get", "mxjobs.kubeflow.org")
