@@ -57,6 +57,8 @@ def _kueue_status() -> int:
     from app.kueuestatus import watch
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # lightkube's transport logs every request at INFO; the writer logs what it changes.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
     watch.run()
     return 0
 

@@ -35,7 +35,7 @@ from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.scenario import Job, apply_job
 
-TIMEOUT = 4
+TIMEOUT = 10
 # Kueue's backoff before the n-th requeue: base * 2^(n-1), at most the max (seconds).
 PODS_READY = {
     "timeout": f"{TIMEOUT}s",
@@ -143,7 +143,7 @@ def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
     assert is_true(job, "Queued", "MXJobEvicted")
     said = job.condition("Queued") or {}
     assert "PodsReadyTimeout" in said.get("message", "")
-    wait_for(count, "a second eviction after the requeue", 60, until=lambda n: n >= 2)
+    wait_for(count, "a second eviction after the requeue", until=lambda n: n >= 2)
     figure(f"two PodsReady-timeout evictions ({TIMEOUT} s each) and a requeue: "
            f"{time.monotonic() - started:.1f} s")  # fmt: skip
     assert the_workload(stack, ns, "stuck")["metadata"]["uid"] == uid
