@@ -58,6 +58,12 @@ unit: $(VENV)/.dev
 
 test: lint typecheck unit
 
+# The Kueue tier against Kueue v0.17.0, the older tested release (`make test` runs it against
+# v0.19.2, the newest; docs/kueue.md). A cold build of that Kueue takes most of an hour.
+.PHONY: test-kueue-0.17
+test-kueue-0.17: $(VENV)/.dev
+	KUEUE_VERSION=v0.17.0 $(BIN)/pytest tests/apiserver/test_kueue.py tests/apiserver/test_kueue_pods_ready.py
+
 # The tier to run on every change, well under a minute: no API server, no MXNet, nothing marked
 # slow (`make test` runs those too).
 fast: $(VENV)/.dev

@@ -1,7 +1,9 @@
 """Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job,
-`python -m app ttl-controller` deletes finished jobs whose TTL has passed."""
+`python -m app ttl-controller` deletes finished jobs whose TTL has passed,
+`python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md)."""
 
 import argparse
+import logging
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +46,14 @@ def main(argv: list[str] | None = None) -> int:
     ttl.add_argument("--host", default="127.0.0.1")
     ttl.add_argument("--port", type=int, default=9090)
     ttl.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    commands.add_parser(
+        "kueue-status",
+        help="write the PodsReady condition and clear evicted reservations on the Kueue "
+        "Workloads of MXJobs (in cluster, or with $KUBECONFIG)",
+    )
     args = parser.parse_args(argv)
+    if args.command == "kueue-status":
+        return _kueue_status()
     if args.command == "serve":
         server.run(settings.from_env(), args.host, args.port)
         return 0
@@ -55,6 +64,17 @@ def main(argv: list[str] | None = None) -> int:
         return ttl_controller.run(args.host, args.port, args.log_level)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return _render(args.file, args.namespace, args.expand, child_types)
+
+
+def _kueue_status() -> int:
+    # Imported here: the hook's own commands need no Kubernetes client.
+    from app.kueuestatus import watch
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # lightkube's transport logs every request at INFO; the writer logs what it changes.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    watch.run()
+    return 0
 
 
 def _render(path: str, namespace: str, expand: bool, child_types: tuple[str, ...]) -> int:

@@ -20,6 +20,10 @@ WORKLOAD_PRIORITY_CLASS_KIND = "WorkloadPriorityClass"
 POD_PRIORITY_CLASS_KIND = "PriorityClass"
 POD_PRIORITY_GROUP = "scheduling.k8s.io"
 
+# Set on the Workload by Kueue's job integrations, and for MXJobs by the Workload-status writer
+# (app/kueuestatus), never by Kueue's own controllers.
+PODS_READY = "PodsReady"
+
 REASON_QUEUED = "MXJobQueued"
 REASON_EVICTED = "MXJobEvicted"
 REASON_ADMITTED = "MXJobAdmitted"
@@ -75,6 +79,9 @@ class Admission:
     # Per pod set: the flavor assigned to each resource.
     flavors: dict[str, list[str]]
     updates: dict[str, PodSetInfo]
+    # Whether a Workload-status writer tends it (it alone writes PodsReady on our Workloads):
+    # then an eviction keeps the Workload and the writer clears its reservation.
+    kept_on_eviction: bool = False
 
 
 def admission(workload: Mapping[str, Any]) -> Admission:
@@ -112,6 +119,7 @@ def admission(workload: Mapping[str, Any]) -> Admission:
         reason=reason,
         flavors=_assigned_flavors(admission_.get("podSetAssignments")),
         updates=_pod_set_updates(status.get("admissionChecks")),
+        kept_on_eviction=PODS_READY in conds,
     )
 
 
@@ -366,10 +374,13 @@ def gate(
         where += f" (ClusterQueue {state.cluster_queue})"
     if state.evicted:
         if waiting_before and before is not None and before.get("reason") == REASON_EVICTED:
-            # The status records the eviction: the Workload goes (releasing its quota) and the
+            # The status records the eviction. With the writer, which clears the reservation
+            # once the pods are gone, the Workload and its requeueState stay and Kueue requeues
+            # it with its backoff; without it, the Workload goes (releasing its quota) and the
             # next sync makes it again, pending; not earlier, so a sync one status behind still
             # finds the evidence (docs/kueue.md).
-            return Gate(True, ("True", REASON_EVICTED, before.get("message", "")), False)
+            said = ("True", REASON_EVICTED, before.get("message", ""))
+            return Gate(True, said, wants_workload=state.kept_on_eviction)
         why = f" ({state.reason})" if state.reason else ""
         message = (
             f"MXJob {job.name} was evicted by Kueue{why}: {state.message or 'no message'}; "

@@ -1,6 +1,7 @@
 """The real Kueue controller beside the loopback API server.
 
-- `obtain_kueue` runs scripts/kueue-binary.sh: the binary built from sigs.k8s.io/kueue on the
+- `obtain_kueue` runs scripts/kueue-binary.sh (the release in $KUEUE_VERSION, else its default,
+  the newest tested): the binary built from sigs.k8s.io/kueue on the
   Go module proxy, and that module's CRDs (config/components/crd/bases).
 - `install_kueue_crds` applies those CRDs as they are (no conversion webhook: every client here,
   Kueue included, reads the storage version, v1beta2).
@@ -11,18 +12,25 @@
   /etc/kueue/metrics/certs whenever internal cert management is off, so it runs in a mount
   namespace of its own (`unshare --mount`, needs root, as the MXNet tier's pods) where a tmpfs on
   /etc holds one; nothing on the machine is written outside the work directory.
+- `run_status_writer` runs the Workload-status writer (`python -m app kueue-status`) with the
+  API server's kubeconfig.
 """
 
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from . import REPO, buildscript
 from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, http_ok, running, wait_until
+from .buildscript import stop
 from .pki import make_pki
 from .ports import free_port
 
@@ -58,9 +66,13 @@ def install_kueue_crds(server: ApiServer, crds: Path) -> None:
     server.wait_established(*(f"crd/{d['metadata']['name']}" for d in documents))
 
 
-def configuration(workdir: Path, health_port: int, webhook_port: int) -> dict[str, object]:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a run on loopback."""
-    return {
+def configuration(
+    workdir: Path, health_port: int, webhook_port: int, pods_ready: dict[str, Any] | None = None
+) -> dict[str, object]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a run on loopback;
+    `pods_ready` is its `waitForPodsReady` (absent: off)."""
+    extra = {"waitForPodsReady": pods_ready} if pods_ready else {}
+    return extra | {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
         "namespace": NAMESPACE,
@@ -80,8 +92,11 @@ class Kueue:
 
 
 @contextmanager
-def run_kueue(binary: Path, server: ApiServer, workdir: Path) -> Iterator[Kueue]:
-    """The Kueue controller against `server` until the block ends."""
+def run_kueue(
+    binary: Path, server: ApiServer, workdir: Path, pods_ready: dict[str, Any] | None = None
+) -> Iterator[Kueue]:
+    """The Kueue controller against `server` until the block ends (`pods_ready`: its
+    `waitForPodsReady` configuration)."""
     if shutil.which("unshare") is None:
         raise ClusterError("running Kueue out of cluster needs `unshare` (util-linux)")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -92,7 +107,7 @@ def run_kueue(binary: Path, server: ApiServer, workdir: Path) -> Iterator[Kueue]
     shutil.copy(pki.serving_key, certs / "tls.key")
     health = free_port()
     config = workdir / "kueue-config.yaml"
-    config.write_text(yaml.safe_dump(configuration(workdir, health, free_port())))
+    config.write_text(yaml.safe_dump(configuration(workdir, health, free_port(), pods_ready)))
     server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
     metrics_certs = "/etc/kueue/metrics/certs"
     script = (
@@ -108,3 +123,26 @@ def run_kueue(binary: Path, server: ApiServer, workdir: Path) -> Iterator[Kueue]
     with running(command, log) as process:
         wait_until(lambda: http_ok(f"http://127.0.0.1:{health}/readyz"), process, log, "kueue")
         yield Kueue(log)
+
+
+@contextmanager
+def run_status_writer(server: ApiServer, workdir: Path) -> Iterator[Path]:
+    """The Workload-status writer (`python -m app kueue-status`) against `server`, its log's
+    path yielded once both its watches have listed."""
+    log = workdir / "kueue-status.log"
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "app", "kueue-status"], cwd=REPO,
+            env={**os.environ, "KUBECONFIG": str(server.kubeconfig)}, stdout=sink,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    try:
+
+        def watching() -> bool:
+            text = log.read_text()
+            return all(f"{kind} objects; watching" in text for kind in ("Workload", "Pod"))
+
+        wait_until(watching, process, log, "the Workload-status writer")
+        yield log
+    finally:
+        stop(process)

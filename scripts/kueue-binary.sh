@@ -9,11 +9,14 @@
 # `KUEUE_RBAC=<dir>`.
 #
 # Environment:
+#   KUEUE_VERSION    the release to obtain (default v0.19.2; `make test-kueue-0.17` sets v0.17.0)
 #   KUEUE_BIN        use this binary as it is (nothing is built; the CRDs still come from the module)
 #   MXJOB_CACHE_DIR  cache root (default ~/.cache/mxjob-controller), shared with the other scripts
 set -euo pipefail
 
-KUEUE_VERSION=v0.17.0 # the newest release the Go module proxy serves
+# The newest release the Go module proxy serves (`go list -versions` lists only v0.17.0, but
+# the proxy serves later tags by name); v0.17.0 is the other tested version (docs/kueue.md).
+KUEUE_VERSION=${KUEUE_VERSION:-v0.19.2}
 CACHE_ROOT=${MXJOB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mxjob-controller}
 
 # shellcheck source=scripts/lib/build.sh

@@ -88,6 +88,11 @@ CASES = {
     "scheduler-plugins": ("scheduler-plugins", (), ("--set", "gang=scheduler-plugins")),
     "events": ("standalone", ("events",), ("--set", "events=true")),
     "kueue": ("kueue", (), ("--set", "kueue=true")),
+    "kueue-status": (
+        "kueue",
+        ("kueue-status",),
+        ("--set", "kueue=true", "--set", "kueueStatusWriter=true"),
+    ),
     "monitoring": (
         "standalone",
         ("monitoring", "networkpolicy-monitoring"),

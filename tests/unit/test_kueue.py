@@ -289,6 +289,43 @@ def test_eviction_stops_the_job_and_requeues_it_uncharged() -> None:
     assert queued(back)["reason"] == "MXJobAdmitted"
 
 
+def test_with_the_status_writer_an_evicted_workload_is_kept() -> None:
+    """A Workload the writer tends (it carries PodsReady) survives the eviction with its
+    requeueState; the writer clears its reservation, Kueue admits it again, the pods return."""
+    job, _, running = admitted_run()
+    job["status"] = running["status"]
+    ready = (
+        "PodsReady",
+        "True",
+        "Started",
+        "All pods reached readiness and the workload is running",
+    )
+    evicted = observed(workloads_of(running)[0], **wl_status(
+        ("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
+        ("Admitted", "True", "Admitted", "The workload is admitted"),
+        ("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout ns/w"),
+        ready, queue="cq", assign=ASSIGN,
+    ))  # fmt: skip
+    first = synced(kreq(job, workloads=[evicted]), later(30))
+    assert [c["kind"] for c in first["children"]] == ["Workload"]
+    cond = queued(first)
+    assert (cond["reason"], "PodsReadyTimeout" in cond["message"]) == ("MXJobEvicted", True)
+    job["status"] = first["status"]
+    recorded = synced(kreq(job, workloads=[evicted]), later(31))
+    assert [c["kind"] for c in recorded["children"]] == ["Workload"]
+    assert queued(recorded) == cond
+    cleared = observed(workloads_of(running)[0], **wl_status(
+        ("QuotaReserved", "False", "Pending", "Exceeded the PodsReady timeout ns/w"),
+        ("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout ns/w"),
+        ("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded"),
+    ))  # fmt: skip
+    waiting = synced(kreq(job, workloads=[cleared]), later(32))
+    assert ([c["kind"] for c in waiting["children"]], queued(waiting)) == (["Workload"], cond)
+    back = synced(kreq(job, workloads=[observed(workloads_of(running)[0], **ADMITTED)]), later(40))
+    assert len(pods_of(back)) == len(pods_of(running))
+    assert queued(back)["reason"] == "MXJobAdmitted"
+
+
 def test_a_finished_job_releases_its_workload_at_once() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]

@@ -1,0 +1,180 @@
+"""Kueue's `waitForPodsReady` with the Workload-status writer (docs/kueue.md): the real Kueue
+(short timeout, requeuing with backoff), the real Metacontroller with the kueue overlay's
+CompositeController, the hook and `python -m app kueue-status`, on an API server of this
+module's own. The test plays the kubelet: it starts a job's pods, or never does."""
+
+import calendar
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from localcluster.apiserver import Binaries, cluster
+from localcluster.crds import install_crds
+from localcluster.kubelet import Kubelet
+from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue, run_status_writer
+from localcluster.realstack import install_controller, run_metacontroller, serve_hook
+from localcluster.rest import Rest
+from localcluster.waiting import wait_for
+from tests.apiserver.test_kueue import (
+    KueueStack,
+    cluster_queue,
+    flavor,
+    is_true,
+    kueue_controller,
+    local_queue,
+    mxjob,
+    namespace,
+    pod_names,
+    workloads,
+)
+from tests.support import REPO
+from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.scenario import Job, apply_job
+
+TIMEOUT = 10
+# Kueue's backoff before the n-th requeue: base * 2^(n-1), at most the max (seconds).
+PODS_READY = {
+    "timeout": f"{TIMEOUT}s",
+    "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 1,
+                          "backoffMaxSeconds": 2},
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stack(
+    k8s_binaries: Binaries,
+    metacontroller_binary: Path,
+    progress: Callable[[str], None],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[KueueStack]:
+    workdir = tmp_path_factory.mktemp("kueue-pods-ready")
+    with fail_on_cluster_error():
+        progress("obtaining Kueue (scripts/kueue-binary.sh)")
+        parts = obtain_kueue(progress)
+        with cluster(k8s_binaries, workdir) as server, Rest(server) as rest:
+            install_crds(server)
+            install_kueue_crds(server, parts.crds)
+            with (
+                run_kueue(parts.binary, server, workdir, PODS_READY),
+                run_status_writer(server, workdir),
+                serve_hook(workdir) as hook,
+            ):
+                install_controller(server, hook.url)
+                server.apply(kueue_controller(hook.url))
+                with run_metacontroller(metacontroller_binary, server, workdir):
+                    yield KueueStack(server, rest, hook, parts.rbac)
+
+
+def queue(stack: KueueStack, name: str) -> str:
+    """A namespace whose LocalQueue `lq` feeds a ClusterQueue of one CPU."""
+    ns = namespace(stack, name)
+    stack.apiserver.apply(
+        flavor("plain", {}), cluster_queue(name, {"plain": "1"}), local_queue("lq", ns, name)
+    )
+    return ns
+
+
+def condition(wl: dict[str, Any], ctype: str) -> dict[str, Any]:
+    found = [c for c in wl.get("status", {}).get("conditions", []) if c["type"] == ctype]
+    return found[0] if found else {}
+
+
+def the_workload(stack: KueueStack, ns: str, job: str) -> dict[str, Any]:
+    return workloads(stack, ns).get(f"mxjob-{job}", {})
+
+
+def test_a_job_whose_pods_run_is_not_evicted(stack: KueueStack) -> None:
+    """Its pods started, the writer sets PodsReady and Kueue's timeout passes without an
+    eviction; the job then succeeds on its first pod."""
+    ns = queue(stack, "pods-ready-runs")
+    job = apply_job(stack.apiserver, stack.rest, ns, mxjob("runs", "lq"))
+    (pod,) = wait_for(lambda: pod_names(job), "the admitted job's pod")
+    uid = stack.rest.get(f"/api/v1/namespaces/{ns}/pods/{pod}")["metadata"]["uid"]
+    Kubelet(stack.rest, ns).run(pod)
+    ready = wait_for(
+        lambda: condition(the_workload(stack, ns, "runs"), "PodsReady"), "PodsReady True",
+        until=lambda c: c.get("status") == "True",
+    )  # fmt: skip
+    assert ready["reason"] == "Started"
+    admitted = condition(the_workload(stack, ns, "runs"), "Admitted")["lastTransitionTime"]
+    past = calendar.timegm(time.strptime(admitted, "%Y-%m-%dT%H:%M:%SZ")) + 2 * TIMEOUT + 1
+
+    def unevicted_past_the_timeout() -> tuple[bool, bool]:
+        evicted = condition(the_workload(stack, ns, "runs"), "Evicted").get("status") == "True"
+        assert not evicted, the_workload(stack, ns, "runs")
+        return time.time() > past, evicted
+
+    wait_for(unevicted_past_the_timeout, "twice Kueue's timeout passed", until=lambda v: v[0])
+    Kubelet(stack.rest, ns).exit(pod, 0)
+    wait_for(lambda: is_true(job, "Succeeded"), "the job succeeded")
+    assert stack.rest.get(f"/api/v1/namespaces/{ns}/pods/{pod}")["metadata"]["uid"] == uid
+    assert not is_true(job, "Restarting")
+
+
+def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
+    stack: KueueStack, figure: Callable[[str], None]
+) -> None:
+    """No pod of it ever runs: Kueue evicts it at the timeout, the hook stops its pods, the
+    writer clears the reservation, and Kueue requeues the same Workload after its backoff,
+    `requeueState.count` counting; the job says it was evicted and waits."""
+    ns = queue(stack, "pods-ready-stuck")
+    job: Job = apply_job(stack.apiserver, stack.rest, ns, mxjob("stuck", "lq"))
+    wait_for(lambda: pod_names(job), "the admitted job's pod")
+    first = the_workload(stack, ns, "stuck")
+    uid = first["metadata"]["uid"]
+    started = time.monotonic()
+
+    said: set[tuple[str, str]] = set()
+
+    def count() -> int:
+        """The Workload's eviction count; meanwhile, what the job's Queued condition said."""
+        state = the_workload(stack, ns, "stuck").get("status", {}).get("requeueState") or {}
+        cond = job.condition("Queued") or {}
+        said.add((cond.get("reason", ""), cond.get("message", "")))
+        return int(state.get("count", 0))
+
+    wait_for(count, "the first eviction counted", until=lambda n: n >= 1)
+    wl = wait_for(
+        lambda: the_workload(stack, ns, "stuck"), "the reservation cleared",
+        until=lambda w: condition(w, "QuotaReserved").get("status") == "False",
+    )  # fmt: skip
+    assert wl["metadata"]["uid"] == uid
+    assert "admission" not in wl["status"]
+    assert condition(wl, "Evicted")["reason"] == "PodsReadyTimeout"
+    wait_for(count, "a second eviction after the requeue", until=lambda n: n >= 2)
+    # Between an eviction and the next admission (Kueue's backoff: 1 s, then 2 s).
+    evicted = [message for reason, message in said if reason == "MXJobEvicted"]
+    assert evicted, said
+    assert all("(PodsReadyTimeout)" in message for message in evicted), evicted
+    figure(f"two PodsReady-timeout evictions ({TIMEOUT} s each) and a requeue: "
+           f"{time.monotonic() - started:.1f} s")  # fmt: skip
+    assert the_workload(stack, ns, "stuck")["metadata"]["uid"] == uid
+
+
+def test_the_writers_rbac_allows_what_it_does_and_no_more(stack: KueueStack) -> None:
+    """The kueue-status component's ClusterRole and binding, on the real API server."""
+    writer = REPO / "manifests" / "components" / "kueue-status" / "writer.yaml"
+    rbac = [d for d in yaml.safe_load_all(writer.read_text()) if d["kind"] != "Deployment"]
+    stack.apiserver.apply(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mxjob-system"}}, *rbac
+    )
+    who = "--as=system:serviceaccount:mxjob-system:mxjob-controller-kueue-status"
+
+    def can(*what: str) -> bool:
+        done = stack.apiserver.kubectl(who, "auth", "can-i", *what, "-A", check=False)
+        return done.stdout.strip() == "yes"
+
+    workloads_ = "workloads.kueue.x-k8s.io"
+    for verb in ("get", "list", "watch"):
+        assert can(verb, workloads_), verb
+        assert can(verb, "pods"), verb
+    assert can("patch", workloads_, "--subresource=status")
+    for verb in ("create", "update", "patch", "delete"):
+        assert not can(verb, workloads_), verb
+        assert not can(verb, "pods"), verb
+    assert not can("update", workloads_, "--subresource=status")
+    assert not can("get", "mxjobs.kubeflow.org")

@@ -1,0 +1,56 @@
+"""The kueue-status component (docs/kueue.md): the Workload-status writer runs the hook's image
+in the hook's namespace, whatever the overlay made them, hardened, with the least RBAC."""
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.kustomize import documents, with_components
+
+NAME = "mxjob-controller-kueue-status"
+
+
+def writer_objects(tmp_path: Path, overlay: str) -> dict[str, dict[str, Any]]:
+    folder = with_components(tmp_path / "wrapper", overlay, "kueue", "kueue-status")
+    docs = [d for d in documents(folder) if d]
+    hook = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == (
+        "mxjob-controller"))  # fmt: skip
+    found = {d["kind"]: d for d in docs if d["metadata"]["name"] == NAME}
+    found["hook"] = hook
+    return found
+
+
+@pytest.mark.parametrize(("overlay", "namespace"), [("standalone", "mxjob-system"),
+                                                    ("kubeflow", "kubeflow")])  # fmt: skip
+def test_the_writer_follows_the_hooks_namespace_and_image(
+    tmp_path: Path, overlay: str, namespace: str
+) -> None:
+    objs = writer_objects(tmp_path, overlay)
+    assert sorted(objs) == [
+        "ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount", "hook"
+    ]  # fmt: skip
+    deployment = objs["Deployment"]
+    assert deployment["metadata"]["namespace"] == namespace
+    assert objs["ServiceAccount"]["metadata"]["namespace"] == namespace
+    assert objs["ClusterRoleBinding"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": NAME, "namespace": namespace}
+    ]
+    (writer,) = deployment["spec"]["template"]["spec"]["containers"]
+    (hook,) = objs["hook"]["spec"]["template"]["spec"]["containers"]
+    assert writer["image"] == hook["image"]
+    assert writer["command"] == ["python", "-m", "app", "kueue-status"]
+    assert writer["securityContext"] == hook["securityContext"]
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == NAME
+    assert pod["securityContext"] == objs["hook"]["spec"]["template"]["spec"]["securityContext"]
+
+
+def test_the_writer_has_the_least_rbac(tmp_path: Path) -> None:
+    rules = writer_objects(tmp_path, "standalone")["ClusterRole"]["rules"]
+    assert rules == [
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch"]},
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    ]  # fmt: skip
