@@ -1,7 +1,7 @@
 """The children a job owns: its observed pods and Services by replica index and attempt, and
 the children it should have, or, while its spec is invalid, those it has, as they are."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -55,10 +55,34 @@ def _pods_and_services(
     return _of_attempts(job, left, owned.replicas), ttl_left or 0
 
 
-def workload(job: builders.JobContext, queue: str, prio: kueue.Priority | None) -> Child:
-    """The job's Workload, its pod sets' templates being its first pods as they are built."""
+def pod_sets(job: builders.JobContext) -> list[Child]:
+    """The job's Workload pod sets, their templates being its first pods as they are built."""
     templates = {t: kueue.pod_template(builders.pod(job, t, 0, 0, 0)) for t in job.spec.types()}
-    return kueue.workload(job.name, job.namespace, queue, templates, job.spec, prio)
+    return kueue.pod_sets(templates, job.spec)
+
+
+def workload_name(job: builders.JobContext) -> str:
+    """The name of the Workload for the job's pod sets as they are."""
+    return kueue.workload_name(job.name, pod_sets(job))
+
+
+def workload(job: builders.JobContext, queue: str, prio: kueue.Priority | None) -> Child:
+    """The job's Workload for its pod sets as they are."""
+    sets = pod_sets(job)
+    name = kueue.workload_name(job.name, sets)
+    return kueue.workload(job.name, job.namespace, queue, sets, prio, name)
+
+
+def kept_workload(observed: Mapping[str, Any]) -> Child:
+    """An observed Workload as its own desired state (Workloads are never updated)."""
+    meta = observed.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "namespace", "labels") if k in meta}
+    return {
+        "apiVersion": kueue.API_VERSION,
+        "kind": "Workload",
+        "metadata": kept,
+        "spec": observed.get("spec") or {},
+    }
 
 
 def _job_children(job: builders.JobContext) -> list[Child]:

@@ -1,9 +1,12 @@
 """Queueing under Kueue: the job's Workload child, what its admission allows, and what the
 admission's resource flavors add to the pods (as Kueue's own job integrations do)."""
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from app import conditions as c
 from app import names
@@ -19,6 +22,13 @@ FLAVOR_KIND = "ResourceFlavor"
 WORKLOAD_PRIORITY_CLASS_KIND = "WorkloadPriorityClass"
 POD_PRIORITY_CLASS_KIND = "PriorityClass"
 POD_PRIORITY_GROUP = "scheduling.k8s.io"
+LOCAL_QUEUE_KIND = "LocalQueue"
+# The LocalQueue a job without the label is queued in, where it exists (Kueue's
+# LocalQueueDefaulting).
+DEFAULT_QUEUE = "default"
+# A namespace with this label set to "true" holds its MXJobs that name no queue (Kueue's
+# manageJobsWithoutQueueName with managedJobsNamespaceSelector; docs/kueue.md).
+MANAGED_NAMESPACE_LABEL = "kueue.mxjob-controller.kubeflow.org/manage-jobs-without-queue-name"
 
 # Set on the Workload by Kueue's job integrations, and for MXJobs by the Workload-status writer
 # (app/kueuestatus), never by Kueue's own controllers.
@@ -28,10 +38,13 @@ REASON_QUEUED = "MXJobQueued"
 REASON_EVICTED = "MXJobEvicted"
 REASON_ADMITTED = "MXJobAdmitted"
 REASON_UNQUEUED = "MXJobUnqueued"
+REASON_REQUEUED = "MXJobRequeued"
+REASON_NO_QUEUE = "MXJobNoQueue"
 
-# What the customize hook answers: every ResourceFlavor and priority class, the same for every
-# job, since Metacontroller caches the answer by the job's generation, which a label edit does
-# not change (docs/kueue.md).
+# What the customize hook answers: every ResourceFlavor and priority class, then the job's
+# namespace and its default LocalQueue. Metacontroller caches the answer by the job's
+# generation, which a label edit does not change, so the answer depends on nothing but the
+# namespace, which a job never changes (docs/kueue.md).
 RELATED_RESOURCES = (
     {"apiVersion": API_VERSION, "resource": "resourceflavors"},
     {"apiVersion": API_VERSION, "resource": "workloadpriorityclasses"},
@@ -43,7 +56,26 @@ def customize(body: Any) -> dict[str, Any] | None:
     """The customize hook's answer, or None for a request that is not one."""
     if not isinstance(body, dict) or not isinstance(body.get("parent"), dict):
         return None
-    return {"relatedResources": [dict(rule) for rule in RELATED_RESOURCES]}
+    rules = [dict(rule) for rule in RELATED_RESOURCES]
+    meta = body["parent"].get("metadata")
+    namespace = meta.get("namespace") if isinstance(meta, dict) else None
+    if isinstance(namespace, str) and namespace:
+        rules += namespace_rules(namespace)
+    return {"relatedResources": rules}
+
+
+def namespace_rules(namespace: str) -> list[dict[str, Any]]:
+    """The related objects a job's namespace adds: the Namespace (its labels say whether it
+    holds jobs without a queue) and its default LocalQueue."""
+    return [
+        {"apiVersion": "v1", "resource": "namespaces", "names": [namespace]},
+        {
+            "apiVersion": API_VERSION,
+            "resource": "localqueues",
+            "namespace": namespace,
+            "names": [DEFAULT_QUEUE],
+        },
+    ]
 
 
 def queue_name(labels: Any) -> str | None:
@@ -52,8 +84,100 @@ def queue_name(labels: Any) -> str | None:
     return queue if isinstance(queue, str) and queue else None
 
 
-def workload_name(job: str) -> str:
+@dataclass(frozen=True)
+class Queueing:
+    """Where a job queues: the LocalQueue, or None; and whether, having none, it is held."""
+
+    queue: str | None
+    held: bool
+
+
+def queueing(
+    labels: Any,
+    namespace: str | None,
+    workloads: Sequence[Mapping[str, Any]],
+    related: Mapping[str, Any],
+) -> Queueing:
+    """The job's LocalQueue: its label; else the queue its Workload was made for (a default
+    queue deleted under a waiting job leaves it waiting, as Kueue's defaulted label would);
+    else the namespace's LocalQueue `default`. Without one, a job in a namespace labelled
+    MANAGED_NAMESPACE_LABEL is held (docs/kueue.md)."""
+    queue = queue_name(labels)
+    for workload in workloads:
+        if queue is None:
+            spec = workload.get("spec")
+            found = spec.get("queueName") if isinstance(spec, dict) else None
+            queue = found if isinstance(found, str) and found else None
+    if queue is None and _in_namespace(related_objects(related, LOCAL_QUEUE_KIND), namespace):
+        queue = DEFAULT_QUEUE
+    if queue is not None:
+        return Queueing(queue, held=False)
+    ns = related_objects(related, "Namespace").get(namespace or "")
+    ns_meta = ns.get("metadata") if ns else None
+    ns_labels = ns_meta.get("labels") if isinstance(ns_meta, dict) else None
+    managed = isinstance(ns_labels, dict) and ns_labels.get(MANAGED_NAMESPACE_LABEL) == "true"
+    return Queueing(None, held=managed)
+
+
+def _in_namespace(queues: Mapping[str, Mapping[str, Any]], namespace: str | None) -> bool:
+    """Whether the LocalQueue `default` of this namespace is among the related objects."""
+    found = queues.get(DEFAULT_QUEUE)
+    meta = found.get("metadata") if found else None
+    return isinstance(meta, dict) and meta.get("namespace") == namespace
+
+
+# Hex digits of the pod sets' hash in a Workload's name (Kueue's own names carry 5).
+HASH_LENGTH = 8
+
+
+def workload_name(job: str, pod_sets: Sequence[Mapping[str, Any]]) -> str:
+    """The name of the Workload for these pod sets: a spec edit that changes what Kueue
+    compares (Kueue's EquivalentToWorkload: names, counts, containers, init containers,
+    tolerations) changes the name, so that the Workload is replaced in one sync."""
+    compared = [
+        {
+            "name": ps["name"],
+            "count": ps["count"],
+            **{k: ps["template"]["spec"].get(k) for k in _COMPARED},
+        }
+        for ps in pod_sets
+    ]
+    digest = hashlib.sha1(orjson.dumps(compared, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return f"mxjob-{job}-{digest[:HASH_LENGTH]}"
+
+
+_COMPARED = ("containers", "initContainers", "tolerations")
+
+
+def legacy_workload_name(job: str) -> str:
+    """The name earlier releases gave every Workload of a job."""
     return f"mxjob-{job}"
+
+
+def covers(workload: Mapping[str, Any], pod_sets: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an observed Workload asks for these pod sets' counts and requests: the same
+    pod sets, counts, and containers' and init containers' resources."""
+    spec = workload.get("spec")
+    theirs = spec.get("podSets") if isinstance(spec, dict) else None
+    if not isinstance(theirs, list):
+        return False
+    return [_quota_shape(p) for p in theirs] == [_quota_shape(p) for p in pod_sets]
+
+
+def _quota_shape(pod_set: Any) -> Any:
+    if not isinstance(pod_set, Mapping):
+        return None
+    template = pod_set.get("template")
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    spec = spec if isinstance(spec, Mapping) else {}
+    return (
+        pod_set.get("name"),
+        pod_set.get("count"),
+        [
+            [(ctr.get("name"), ctr.get("resources") or {}) for ctr in _dicts(spec.get(key))]
+            for key in ("containers", "initContainers")
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -285,28 +409,34 @@ def _value(obj: dict[str, Any] | None) -> int | None:
     return value if type(value) is int else None
 
 
-def workload(
-    name: str,
-    namespace: str | None,
-    queue: str,
-    templates: Mapping[ReplicaType, dict[str, Any]],
-    spec: MXJobSpec,
-    prio: Priority | None,
-) -> dict[str, Any]:
-    """The job's Workload: one pod set per replica type that has replicas (name = the type in
-    lower case, count = its replicas, template = its pods as they are made), the queue, and
-    the priority. Written whole here: no Kueue webhook defaults it."""
-    pod_sets = [
+def pod_sets(
+    templates: Mapping[ReplicaType, dict[str, Any]], spec: MXJobSpec
+) -> list[dict[str, Any]]:
+    """One pod set per replica type that has replicas (name = the type in lower case, count =
+    its replicas, template = its pods as they are made)."""
+    return [
         {"name": t.lowered, "count": spec.replicas(t), "template": templates[t]}
         for t in spec.types()
         if spec.replicas(t) > 0
     ]
-    body: dict[str, Any] = {"podSets": pod_sets, "queueName": queue}
+
+
+def workload(
+    name: str,
+    namespace: str | None,
+    queue: str,
+    sets: list[dict[str, Any]],
+    prio: Priority | None,
+    workload_name_: str,
+) -> dict[str, Any]:
+    """The job's Workload: its pod sets, the queue, and the priority. Written whole here: no
+    Kueue webhook defaults it."""
+    body: dict[str, Any] = {"podSets": sets, "queueName": queue}
     if prio is not None and prio.value is not None:
         # Both or neither (the Workload CRD's rule): a class that does not exist gives none.
         body["priorityClassRef"] = {"group": prio.group, "kind": prio.kind, "name": prio.name}
         body["priority"] = prio.value
-    meta: dict[str, Any] = {"name": workload_name(name)}
+    meta: dict[str, Any] = {"name": workload_name_}
     if namespace:
         meta["namespace"] = namespace
     meta["labels"] = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
@@ -330,6 +460,9 @@ class Gate:
     # Whether the job wants its Workload (False: the Workload, if any, is deleted).
     wants_workload: bool
     pod_sets: dict[ReplicaType, PodSetInfo] = field(default_factory=dict)
+    # An admitted Workload for other pod sets, kept (its quota held) while the pods it
+    # admitted stop.
+    keep: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -338,11 +471,18 @@ class JobView:
 
     name: str
     queue: str | None
+    # The Workload for the job's pod sets as they are now, if observed.
     workload: Mapping[str, Any] | None
     # Pods of the job that are not being deleted.
     live_pods: bool
     finished: bool
     suspended: bool
+    # Without a queue, whether its namespace holds it (MANAGED_NAMESPACE_LABEL).
+    held: bool = False
+    # The job's other observed Workloads: made for pod sets the spec no longer asks for.
+    stale: tuple[Mapping[str, Any], ...] = ()
+    # Pods of the job that may still run: not Succeeded or Failed, deleted or not.
+    active_pods: bool = False
 
 
 def gate(
@@ -352,6 +492,10 @@ def gate(
     without Kueue). See docs/kueue.md for each case."""
     before = c.find(previous, c.QUEUED)
     waiting_before = before is not None and before.get("status") == "True"
+    # A job that ran before its namespace held such jobs runs on, as under Kueue's webhook.
+    started_unqueued = before is None and job.live_pods
+    if job.queue is None and job.held and not (job.finished or job.suspended or started_unqueued):
+        return _held(job.name)
     if job.queue is None or job.finished:
         if waiting_before and not job.finished:
             message = f"MXJob {job.name} is no longer queued: its {QUEUE_LABEL} label was removed."
@@ -362,9 +506,18 @@ def gate(
         return None
     if job.suspended:
         return None
-    admitted_before = before is not None and before.get("reason") == REASON_ADMITTED
-    keeps_running = job.live_pods and not waiting_before and admitted_before
     where = f"LocalQueue {job.queue}"
+    outgrown = next((w for w in job.stale if admission(w).admitted), None)
+    if outgrown is not None and job.active_pods:
+        # Kueue's "No matching Workload": the pods go, and only then the Workload, so its
+        # quota is held until they are gone; the new Workload follows (docs/kueue.md).
+        message = (
+            f"MXJob {job.name} no longer matches the pod sets Kueue admitted: its pods are "
+            f"stopped and it is queued again in {where}."
+        )
+        return Gate(True, ("True", REASON_REQUEUED, message), False, keep=outgrown)
+    admitted_before = before is not None and before.get("reason") == REASON_ADMITTED
+    keeps_running = job.live_pods and not waiting_before and admitted_before and not job.stale
     if job.workload is None:
         if keeps_running:
             return Gate(False, None, wants_workload=True)
@@ -405,9 +558,22 @@ def gate(
 def _waiting(
     name: str, where: str, why: str, before: Condition | None, wants_workload: bool
 ) -> Gate:
-    if before and before.get("status") == "True" and before.get("reason") == REASON_EVICTED:
-        # Re-queued after an eviction: the condition keeps saying why, until admitted.
-        return Gate(True, ("True", REASON_EVICTED, before.get("message", "")), wants_workload)
+    again = (REASON_EVICTED, REASON_REQUEUED)
+    if before and before.get("status") == "True" and before.get("reason") in again:
+        # Re-queued after an eviction or an edit: the condition keeps saying why, until
+        # admitted.
+        return Gate(
+            True, ("True", str(before["reason"]), before.get("message", "")), wants_workload
+        )
     message = f"MXJob {name} is queued in {where}, waiting for Kueue to admit it"
     message += f": {why}" if why else "."
     return Gate(True, ("True", REASON_QUEUED, message), wants_workload)
+
+
+def _held(name: str) -> Gate:
+    """A job that names no queue, in a namespace that holds such jobs."""
+    message = (
+        f"MXJob {name} names no LocalQueue and its namespace runs no job outside Kueue: it "
+        f"is held. Suspend it, add the {QUEUE_LABEL} label, and resume it."
+    )
+    return Gate(True, ("True", REASON_NO_QUEUE, message), wants_workload=False)

@@ -7,7 +7,6 @@ from typing import Any
 from app import builders, children, conditions, envelope, events, gang, kueue, observed, status
 from app.defaults import SpecError
 from app.envelope import ObjectMeta
-from app.spec import MXJobSpec
 from app.template import config_map_name
 from app.times import sooner
 from app.validation import replica_services, validated_spec
@@ -52,13 +51,6 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
     owned = observed.owned(pods, lambda: request.observed(envelope.SERVICE), meta.name, spec)
-    queue = _kueue_gate(request, spec, previous)
-    decision = status.decide(meta.name, spec, owned.replicas, previous, now, queue)
-    job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
-    if _first(request, previous):
-        # Staged: Metacontroller writes the status only after every child of the answer, so
-        # the first answer is the status alone; writing it brings the sync that asks for all.
-        return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
     job = builders.job_context(
         meta.name,
         meta.namespace,
@@ -68,12 +60,20 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         observed=pods.readers,
         services=services,
     )
+    kueue_view = _kueue_view(request, job, previous)
+    queue = None
+    if kueue_view is not None:
+        queue = kueue.gate(kueue_view, previous.conditions, request.related, spec)
+    decision = status.decide(meta.name, spec, owned.replicas, previous, now, queue)
+    job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
+    if _first(request, previous):
+        # Staged: Metacontroller writes the status only after every child of the answer, so
+        # the first answer is the status alone; writing it brings the sync that asks for all.
+        return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
     desired, resync = children.desired(job, owned, decision, now, queue)
     resync = sooner(resync, _config_map_retry(request, desired, meta.name))
-    if queue is not None and queue.wants_workload and not decision.finished:
-        labels = _extra(meta, "labels")
-        prio = kueue.priority(labels, spec, request.related)
-        desired.append(children.workload(job, kueue.queue_name(labels) or "", prio))
+    if queue is not None and kueue_view is not None and not decision.finished:
+        desired += _workloads(request, job, queue, kueue_view)
     if request.declares(events.CHILD_TYPE):
         seen = request.observed(events.CHILD_TYPE)
         story = events.story(meta, decision.conditions, seen, now)
@@ -106,30 +106,68 @@ def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
     return not previous.conditions and not any(request.children.values())
 
 
-def _kueue_gate(
-    request: envelope.SyncRequest, spec: MXJobSpec, previous: status.Previous
-) -> kueue.Gate | None:
-    """Kueue's say over this sync: None unless the controller declares Workload children
-    and the job is, or was, queued."""
+def _kueue_view(
+    request: envelope.SyncRequest, job: builders.JobContext, previous: status.Previous
+) -> kueue.JobView | None:
+    """What Kueue's gate reads of this sync: None unless the controller declares Workload
+    children."""
     if not request.declares(kueue.WORKLOAD_TYPE):
         return None
     meta = request.parent.metadata
-    labels = _extra(meta, "labels")
-    workloads = {
-        w.get("metadata", {}).get("name"): w for w in request.observed(kueue.WORKLOAD_TYPE)
-    }
-    view = kueue.JobView(
-        name=meta.name,
-        queue=kueue.queue_name(labels),
-        workload=workloads.get(kueue.workload_name(meta.name)),
-        live_pods=any(
-            not (p.get("metadata") or {}).get("deletionTimestamp")
-            for p in request.observed(envelope.POD)
-        ),
-        finished=previous.finished,
-        suspended=spec.runPolicy.suspend,
+    observed_workloads = request.observed(kueue.WORKLOAD_TYPE)
+    where = kueue.queueing(
+        _extra(meta, "labels"), meta.namespace, observed_workloads, request.related
     )
-    return kueue.gate(view, previous.conditions, request.related, spec)
+    current = []
+    if where.queue is not None or observed_workloads:
+        wanted = children.workload_name(job)
+        current = [w for w in observed_workloads if envelope.name_of(w) == wanted]
+    if observed_workloads and not current:
+        # A Workload named as earlier releases named them still serves if it asks for the
+        # same counts and requests, so an upgrade stops no admitted job.
+        legacy = kueue.legacy_workload_name(meta.name)
+        sets = children.pod_sets(job)
+        current = [
+            w for w in observed_workloads if envelope.name_of(w) == legacy and kueue.covers(w, sets)
+        ]
+    pods = request.observed(envelope.POD)
+    return kueue.JobView(
+        name=meta.name,
+        queue=where.queue,
+        workload=current[0] if current else None,
+        live_pods=any(not (p.get("metadata") or {}).get("deletionTimestamp") for p in pods),
+        finished=previous.finished,
+        suspended=job.spec.runPolicy.suspend,
+        held=where.held,
+        stale=tuple(w for w in observed_workloads if w not in current),
+        active_pods=any(
+            (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed") for p in pods
+        ),
+    )
+
+
+def _workloads(
+    request: envelope.SyncRequest, job: builders.JobContext, queue: kueue.Gate, view: kueue.JobView
+) -> list[children.Child]:
+    """The Workloads the job keeps: the one for its pod sets as they are, if it wants it, and
+    an outgrown one whose pods are stopping (observed ones kept as they are: Workloads are
+    never updated)."""
+    out = []
+    if queue.keep is not None:
+        out.append(children.kept_workload(queue.keep))
+    if queue.wants_workload:
+        meta = request.parent.metadata
+        prio = kueue.priority(_extra(meta, "labels"), job.spec, request.related)
+        built = children.workload(job, view.queue or "", prio)
+        current = view.workload
+        name = (current.get("metadata") or {}).get("name") if current is not None else None
+        # A Workload named as earlier releases named them, kept under its own name.
+        out.append(
+            children.kept_workload(current)
+            if current and name != envelope.name_of(built)
+            else built
+        )
+    return out
 
 
 def _extra(meta: ObjectMeta, key: str) -> Any:

@@ -145,6 +145,16 @@ def workloads(stack: KueueStack, ns: str) -> dict[str, dict[str, Any]]:
     return {w["metadata"]["name"]: w for w in items}
 
 
+def workload_of(stack: KueueStack, ns: str, job: str) -> dict[str, Any]:
+    """The job's one Workload (named for its pod sets), or {} when it has none."""
+    found = [
+        w for w in workloads(stack, ns).values()
+        if w["metadata"]["labels"].get("training.kubeflow.org/job-name") == job
+    ]  # fmt: skip
+    assert len(found) <= 1, [w["metadata"]["name"] for w in found]
+    return found[0] if found else {}
+
+
 def pod_names(job: Job) -> list[str]:
     return sorted(job.state().pods)
 
@@ -203,7 +213,7 @@ def test_two_jobs_one_quota(stack: KueueStack, figure: Callable[[str], None]) ->
     wait_for(lambda: pod_names(second), "the second's first pod")
     figure(f"Kueue: first job Succeeded -> second job's first pod: "
            f"{time.monotonic() - succeeded:.2f} s")  # fmt: skip
-    assert f"mxjob-{first.name}" not in workloads(stack, ns)
+    assert workload_of(stack, ns, first.name) == {}
     kubelet.run(f"{second.name}-worker-0")
     wait_for(lambda: is_true(second, "Running"), "the second runs")
     assert (queued(second) or {})["reason"] == "MXJobAdmitted"
@@ -229,7 +239,7 @@ def test_higher_priority_preempts_lower(stack: KueueStack, figure: Callable[[str
     low = apply_job(stack.apiserver, stack.rest, ns, mxjob("low", "lq", **policy("mx-low")))
     kubelet = Kubelet(stack.rest, ns)
     wait_for(lambda: pod_names(low), "the low job admitted")
-    assert workloads(stack, ns)["mxjob-low"]["spec"]["priority"] == 100
+    assert workload_of(stack, ns, "low")["spec"]["priority"] == 100
     kubelet.run("low-worker-0")
     wait_for(lambda: is_true(low, "Running"), "the low job runs")
 
@@ -278,7 +288,7 @@ def test_pods_carry_their_flavors(stack: KueueStack) -> None:
     }  # fmt: skip
     applied = apply_job(stack.apiserver, stack.rest, ns, job)
     wait_for(lambda: len(pod_names(applied)), "pods created", until=lambda n: n == 3)
-    admission = workloads(stack, ns)["mxjob-pools"]["status"]["admission"]
+    admission = workload_of(stack, ns, "pools")["status"]["admission"]
     assigned = {a["name"]: a["flavors"]["cpu"] for a in admission["podSetAssignments"]}
     assert set(assigned.values()) == {"pool-a", "pool-b"}, assigned
     expected = {
@@ -315,15 +325,16 @@ def test_bad_input_gets_a_clear_status(stack: KueueStack) -> None:
         wait_for(told, words)
         assert last_condition(job) == "Queued"
         assert pod_names(job) == []
-        workload = workloads(stack, ns)[f"mxjob-{job.name}"]
+        workload = workload_of(stack, ns, job.name)
         reserved = next(c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved")
         assert reserved["message"] in str((queued(job) or {})["message"])
 
 
 def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
-    """A Workload deleted by hand is recreated and the pods stay; a label added to a running
-    job leaves it running unqueued; a label removed from an admitted job releases its Workload
-    and leaves it running."""
+    """Without the component's admission policies (not installed on this module's stack): a
+    Workload deleted by hand is recreated and the pods stay; a label added to a running job
+    leaves it running unqueued; a label removed from an admitted job leaves it running in the
+    queue its Workload names."""
     ns = namespace(stack, "kueue-edits")
     stack.apiserver.apply(
         flavor("plain", {}), cluster_queue("roomy", {"plain": "10"}),
@@ -346,23 +357,31 @@ def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)}
 
     # The Workload deleted by hand: recreated, and the running pod stays.
-    old = workloads(stack, ns)["mxjob-queued"]["metadata"]["uid"]
-    stack.rest.delete(f"{KUEUE}/namespaces/{ns}/workloads/mxjob-queued")
+    first = workload_of(stack, ns, "queued")["metadata"]
+    stack.rest.delete(f"{KUEUE}/namespaces/{ns}/workloads/{first['name']}")
     wait_for(
-        lambda: workloads(stack, ns).get("mxjob-queued", {}).get("metadata", {}).get("uid"),
+        lambda: workload_of(stack, ns, "queued").get("metadata", {}).get("uid"),
         "the Workload recreated",
-        until=lambda uid: uid not in (None, old),
+        until=lambda uid: uid not in (None, first["uid"]),
     )
+    recreated = workload_of(stack, ns, "queued")["metadata"]["uid"]
 
-    # The label added to the running plain job: it runs on, unqueued.
-    before = stack.hook.syncs(ns, "plain")
+    # The label added to the running plain job: it runs on, unqueued. The label removed from
+    # the admitted job: it stays in its queue, on its Workload.
+    before = {j: stack.hook.syncs(ns, j) for j in ("plain", "queued")}
     stack.apiserver.kubectl("label", "-n", ns, "mxjob/plain", f"{QUEUE_LABEL}=lq")
-    # The label removed from the admitted job: its Workload goes, its pod stays.
     stack.apiserver.kubectl("label", "-n", ns, "mxjob/queued", f"{QUEUE_LABEL}-")
-    wait_for(lambda: "mxjob-queued" not in workloads(stack, ns), "the Workload released")
-    wait_for(lambda: stack.hook.syncs(ns, "plain"), "a sync of the relabelled job",
-             until=lambda n: n > before)  # fmt: skip
-    assert "mxjob-plain" not in workloads(stack, ns)
+    for name, count in before.items():
+
+        def syncs(job: str = name) -> int:
+            return stack.hook.syncs(ns, job)
+
+        def more(seen: int, was: int = count) -> bool:
+            return seen > was
+
+        wait_for(syncs, f"a sync of the relabelled {name}", until=more)
+    assert workload_of(stack, ns, "plain") == {}
+    assert workload_of(stack, ns, "queued")["metadata"]["uid"] == recreated
     assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)} == uids
     for job in (queued_job, plain):
         assert is_true(job, "Running"), job.name
@@ -381,7 +400,7 @@ def test_the_examples_queue_and_admit(stack: KueueStack) -> None:
     wait_for(lambda: len(pod_names(job)), "the example job admitted", until=lambda n: n == 5)
     wait_for(lambda: is_true(job, "Created") and not is_true(job, "Queued"), "admitted, said")
     assert (queued(job) or {})["reason"] == "MXJobAdmitted"
-    assert workloads(stack, ns)["mxjob-mnist-queued"]["status"]["admission"]["clusterQueue"] == (
+    assert workload_of(stack, ns, "mnist-queued")["status"]["admission"]["clusterQueue"] == (
         "training"
     )
 

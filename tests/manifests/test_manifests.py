@@ -20,14 +20,15 @@ OVERLAYS = REPO / "manifests" / "overlays"
 KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
 # The oldest release the install supports: CEL rules with `reason` and `fieldPath` came in 1.28.
 OLDEST = "1.28.0"
-# ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) came in 1.30: the adoption guard.
+# ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1) came in 1.30: the adoption guard,
+# the kueue component's queue label rules.
 OLDEST_WITH_GUARD = "1.30.0"
 GUARD = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
-# Cluster-scoped objects only some overlays add: Kubeflow's aggregated roles.
+# Cluster-scoped objects only some overlays add: aggregated roles, admission policies.
 OVERLAY_CLUSTER_SCOPED = {
     "kubeflow": {"ClusterRole"},
-    "kueue": {"ClusterRole"},
+    "kueue": {"ClusterRole"} | GUARD,
     "with-metacontroller": GUARD,
 }
 
@@ -49,7 +50,7 @@ def built_in_objects() -> list[Any]:
         for n, kind in enumerate(d["kind"] for d in build(overlay))
         if kind != "CompositeController"
         for version in (
-            OLDEST_WITH_GUARD if overlay == "with-metacontroller" else OLDEST,
+            OLDEST_WITH_GUARD if overlay in ("with-metacontroller", "kueue") else OLDEST,
             KUBERNETES,
         )
     ]

@@ -160,7 +160,8 @@ def test_a_queued_job_gets_a_workload_and_no_pods() -> None:
     assert pods_of(response) == []
     assert services_of(response) == []
     (wl,) = workloads_of(response)
-    assert wl["metadata"]["name"] == "mxjob-mnist"
+    assert wl["metadata"]["name"].startswith("mxjob-mnist-")
+    assert len(wl["metadata"]["name"]) == len("mxjob-mnist-") + kueue.HASH_LENGTH
     assert wl["spec"]["queueName"] == "team-a"
     sets = [(p["name"], p["count"]) for p in wl["spec"]["podSets"]]
     assert sets == [("scheduler", 1), ("server", 2), ("worker", 2)]
@@ -421,27 +422,42 @@ def test_a_label_added_to_a_running_job_changes_nothing() -> None:
     assert sync(kreq(job, pods, services), later(5)) == unlabelled
 
 
-def test_a_label_removed_from_a_waiting_job_lets_it_run_unqueued() -> None:
+def test_a_label_removed_from_a_waiting_job_keeps_it_in_its_queue() -> None:
+    """The admission policy refuses the edit; a job it did not check waits on."""
     job = labelled(train_spec())
     first = synced(kreq(job))
     job["status"] = first["status"]
     job["metadata"]["labels"] = {}
     wl = observed(workloads_of(first)[0], **PENDING)
     response = synced(kreq(job, workloads=[wl]), later(5))
+    assert [w["metadata"]["name"] for w in workloads_of(response)] == [wl["metadata"]["name"]]
+    assert pods_of(response) == []
+    assert queued(response)["reason"] == "MXJobQueued"
+
+
+def test_a_label_removed_from_a_suspended_job_lets_it_run_unqueued_on_resume() -> None:
+    """Its Workload gone (suspended, then resumed without the label where no default queue
+    exists, as the admission policies allow): it runs outside Kueue."""
+    job = labelled(train_spec())
+    first = synced(kreq(job))
+    job["status"] = first["status"]
+    job["metadata"]["labels"] = {}
+    response = synced(kreq(job), later(5))
     assert workloads_of(response) == []
     assert len(pods_of(response)) == 5
     cond = queued(response)
     assert (cond["status"], cond["reason"]) == ("False", "MXJobUnqueued")
 
 
-def test_a_label_removed_from_an_admitted_job_keeps_it_running() -> None:
+def test_a_label_removed_from_an_admitted_job_keeps_its_workload() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
     job["metadata"]["labels"] = {}
     pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
     services = [observed(s) for s in services_of(running)]
     response = synced(kreq(job, pods, services, [admitted]), later(20))
-    assert workloads_of(response) == []
+    names = [w["metadata"]["name"] for w in workloads_of(response)]
+    assert names == [admitted["metadata"]["name"]]
     assert sorted(p["metadata"]["name"] for p in pods_of(response)) == sorted(
         p["metadata"]["name"] for p in pods
     )
@@ -521,7 +537,23 @@ def test_admission_reads_flavors_and_pod_set_updates() -> None:
         pytest.param(
             {"controller": {}, "parent": {"metadata": {"name": "j"}}},
             {"relatedResources": [dict(r) for r in kueue.RELATED_RESOURCES]},
-            id="any-job",
+            id="no-namespace",
+        ),
+        pytest.param(
+            {"controller": {}, "parent": {"metadata": {"name": "j", "namespace": "team"}}},
+            {
+                "relatedResources": [
+                    *(dict(r) for r in kueue.RELATED_RESOURCES),
+                    {"apiVersion": "v1", "resource": "namespaces", "names": ["team"]},
+                    {
+                        "apiVersion": "kueue.x-k8s.io/v1beta2",
+                        "resource": "localqueues",
+                        "namespace": "team",
+                        "names": ["default"],
+                    },
+                ]
+            },
+            id="namespaced-job",
         ),
         pytest.param({"controller": {}}, None, id="no-parent"),
         pytest.param([], None, id="not-an-object"),
@@ -568,7 +600,8 @@ def test_the_customize_endpoint(
         reply = client.post("/customize", content=body, headers=headers)
     assert reply.status_code == status, reply.text
     if status == 200:
-        assert reply.json() == {"relatedResources": [dict(r) for r in kueue.RELATED_RESOURCES]}
+        rules = [*(dict(r) for r in kueue.RELATED_RESOURCES), *kueue.namespace_rules("default")]
+        assert reply.json() == {"relatedResources": rules}
     else:
         assert reply.json()["detail"]
 
@@ -593,10 +626,10 @@ def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
     parent = labelled({"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": replica_spec()}})
     sim = SimCluster(parent, stale=stale, child_types=("Pod.v1", "Service.v1", WL))
     sim.related = related(*FLAVORS)
-    name = "mxjob-mnist"
 
     def kueue_says(status: dict[str, Any]) -> None:
-        sim.children[WL][name]["status"] = copy.deepcopy(status)
+        (workload,) = sim.children[WL].values()
+        workload["status"] = copy.deepcopy(status)
 
     assign = [{"name": "worker", "flavors": {"cpu": "on-a"}, "count": 1}]
     admitted = wl_status(
@@ -612,6 +645,7 @@ def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
     sim.sync()
     assert sim.names() == []
     assert sim.true_conditions() == {"Created": "MXJobCreated", "Queued": "MXJobQueued"}
+    (name,) = sim.children[WL]
     kueue_says(admitted)
     sim.sync(1)
     sim.run()
