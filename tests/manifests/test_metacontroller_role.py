@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.kueue import RELATED_RESOURCES
+from app.kueue import customize as customize_answer
 from tests.support import REPO
 from tests.support.kustomize import overlay_objects
 
@@ -85,7 +85,11 @@ def test_metacontroller_may_manage_every_child_and_read_every_related_kind(
         assert granted(rules, group_of(child["apiVersion"]), child["resource"]) == CHILD_VERBS
     customize = "customize" in controller["spec"]["hooks"]
     assert customize == ("kueue" in components)
-    for related in RELATED_RESOURCES if customize else ():
+    # What the customize hook asks for a job in namespace "ns": the cluster-wide kinds and
+    # that namespace's own (its Namespace, its default LocalQueue).
+    answer = customize_answer({"parent": {"metadata": {"namespace": "ns"}}})
+    assert answer is not None
+    for related in answer["relatedResources"] if customize else ():
         assert granted(rules, group_of(related["apiVersion"]), related["resource"]) == READ
 
 
