@@ -38,7 +38,7 @@ from tests.apiserver.test_kueue import (
     workloads,
 )
 from tests.support.cluster_errors import fail_on_cluster_error
-from tests.support.kustomize import hook_objects
+from tests.support.kustomize import hook_objects, shipped_access
 from tests.support.scenario import Job, apply_job
 
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
@@ -81,8 +81,12 @@ def stack(
     parametrization), else the shipped one."""
     kueue_stack, workdir = base
     flags = STRATEGIES[getattr(request, "param", SHIPPED)]()
-    with run_metacontroller(metacontroller_binary, kueue_stack.apiserver, workdir, flags):
+    kubeconfig = shipped_access(kueue_stack.apiserver, "kueue")
+    with run_metacontroller(
+        metacontroller_binary, kueue_stack.apiserver, workdir, flags, kubeconfig
+    ) as running:
         yield kueue_stack
+        assert running.refusals() == [], "a request outside the shipped role"
 
 
 @dataclass

@@ -33,6 +33,7 @@ from tests.apiserver.test_kueue import (
 )
 from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.kustomize import shipped_access
 from tests.support.scenario import Job, apply_job
 
 TIMEOUT = 10
@@ -65,8 +66,12 @@ def stack(
             ):
                 install_controller(server, hook.url)
                 server.apply(kueue_controller(hook.url))
-                with run_metacontroller(metacontroller_binary, server, workdir):
+                kubeconfig = shipped_access(server, "kueue")
+                with run_metacontroller(
+                    metacontroller_binary, server, workdir, (), kubeconfig
+                ) as running:
                     yield KueueStack(server, rest, hook, parts.rbac)
+                    assert running.refusals() == [], "a request outside the shipped role"
 
 
 def queue(stack: KueueStack, name: str) -> str:
