@@ -29,7 +29,7 @@ from tests.apiserver.test_kueue import (
     mxjob,
     namespace,
     pod_names,
-    workloads,
+    workload_of,
 )
 from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
@@ -88,10 +88,6 @@ def condition(wl: dict[str, Any], ctype: str) -> dict[str, Any]:
     return found[0] if found else {}
 
 
-def the_workload(stack: KueueStack, ns: str, job: str) -> dict[str, Any]:
-    return workloads(stack, ns).get(f"mxjob-{job}", {})
-
-
 def test_a_job_whose_pods_run_is_not_evicted(stack: KueueStack) -> None:
     """Its pods started, the writer sets PodsReady and Kueue's timeout passes without an
     eviction; the job then succeeds on its first pod."""
@@ -101,16 +97,16 @@ def test_a_job_whose_pods_run_is_not_evicted(stack: KueueStack) -> None:
     uid = stack.rest.get(f"/api/v1/namespaces/{ns}/pods/{pod}")["metadata"]["uid"]
     Kubelet(stack.rest, ns).run(pod)
     ready = wait_for(
-        lambda: condition(the_workload(stack, ns, "runs"), "PodsReady"), "PodsReady True",
+        lambda: condition(workload_of(stack, ns, "runs"), "PodsReady"), "PodsReady True",
         until=lambda c: c.get("status") == "True",
     )  # fmt: skip
     assert ready["reason"] == "Started"
-    admitted = condition(the_workload(stack, ns, "runs"), "Admitted")["lastTransitionTime"]
+    admitted = condition(workload_of(stack, ns, "runs"), "Admitted")["lastTransitionTime"]
     past = calendar.timegm(time.strptime(admitted, "%Y-%m-%dT%H:%M:%SZ")) + 2 * TIMEOUT + 1
 
     def unevicted_past_the_timeout() -> tuple[bool, bool]:
-        evicted = condition(the_workload(stack, ns, "runs"), "Evicted").get("status") == "True"
-        assert not evicted, the_workload(stack, ns, "runs")
+        evicted = condition(workload_of(stack, ns, "runs"), "Evicted").get("status") == "True"
+        assert not evicted, workload_of(stack, ns, "runs")
         return time.time() > past, evicted
 
     wait_for(unevicted_past_the_timeout, "twice Kueue's timeout passed", until=lambda v: v[0])
@@ -129,7 +125,7 @@ def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
     ns = queue(stack, "pods-ready-stuck")
     job: Job = apply_job(stack.apiserver, stack.rest, ns, mxjob("stuck", "lq"))
     wait_for(lambda: pod_names(job), "the admitted job's pod")
-    first = the_workload(stack, ns, "stuck")
+    first = workload_of(stack, ns, "stuck")
     uid = first["metadata"]["uid"]
     started = time.monotonic()
 
@@ -137,14 +133,14 @@ def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
 
     def count() -> int:
         """The Workload's eviction count; meanwhile, what the job's Queued condition said."""
-        state = the_workload(stack, ns, "stuck").get("status", {}).get("requeueState") or {}
+        state = workload_of(stack, ns, "stuck").get("status", {}).get("requeueState") or {}
         cond = job.condition("Queued") or {}
         said.add((cond.get("reason", ""), cond.get("message", "")))
         return int(state.get("count", 0))
 
     wait_for(count, "the first eviction counted", until=lambda n: n >= 1)
     wl = wait_for(
-        lambda: the_workload(stack, ns, "stuck"), "the reservation cleared",
+        lambda: workload_of(stack, ns, "stuck"), "the reservation cleared",
         until=lambda w: condition(w, "QuotaReserved").get("status") == "False",
     )  # fmt: skip
     assert wl["metadata"]["uid"] == uid
@@ -157,7 +153,7 @@ def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
     assert all("(PodsReadyTimeout)" in message for message in evicted), evicted
     figure(f"two PodsReady-timeout evictions ({TIMEOUT} s each) and a requeue: "
            f"{time.monotonic() - started:.1f} s")  # fmt: skip
-    assert the_workload(stack, ns, "stuck")["metadata"]["uid"] == uid
+    assert workload_of(stack, ns, "stuck")["metadata"]["uid"] == uid
 
 
 def test_the_writers_rbac_allows_what_it_does_and_no_more(stack: KueueStack) -> None:
