@@ -508,14 +508,19 @@ def gate(
         return None
     where = f"LocalQueue {job.queue}"
     outgrown = next((w for w in job.stale if admission(w).admitted), None)
-    if outgrown is not None and job.active_pods:
+    if outgrown is not None:
         # Kueue's "No matching Workload": the pods go, and only then the Workload, so its
         # quota is held until they are gone; the new Workload follows (docs/kueue.md).
         message = (
             f"MXJob {job.name} no longer matches the pod sets Kueue admitted: its pods are "
             f"stopped and it is queued again in {where}."
         )
-        return Gate(True, ("True", REASON_REQUEUED, message), False, keep=outgrown)
+        if job.active_pods:
+            return Gate(True, ("True", REASON_REQUEUED, message), False, keep=outgrown)
+        # The outgrown Workload is the evidence, not the status, which a sync may see one
+        # write behind: the job waits as requeued from here on.
+        before = {"type": c.QUEUED, "status": "True", "reason": REASON_REQUEUED, "message": message}
+        waiting_before = True
     admitted_before = before is not None and before.get("reason") == REASON_ADMITTED
     keeps_running = job.live_pods and not waiting_before and admitted_before and not job.stale
     if job.workload is None:

@@ -163,6 +163,24 @@ def test_an_admitted_job_edited_stops_then_queues_again(edit: Edit) -> None:
     assert queued(again)["reason"] == "MXJobAdmitted"
 
 
+@pytest.mark.parametrize("edit", DRIFTS)
+def test_a_sync_one_status_behind_still_says_requeued(edit: Edit) -> None:
+    """Metacontroller may sync with the status before the requeue was written (its status
+    update overwrites a newer one): the outgrown Workload, not the status, says why it waits."""
+    job, admitted, running = admitted_run()
+    job["status"] = running["status"]
+    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
+    services = [observed(s) for s in services_of(running)]
+    job["status"] = synced(kreq(job, pods, services, [admitted]), later(15))["status"]
+    edit(job["spec"])
+    # The pods are gone, and the status is still the admitted one.
+    behind = synced(kreq(job, [], [], [admitted]), later(22))
+    assert pods_of(behind) == []
+    cond = queued(behind)
+    assert (cond["status"], cond["reason"]) == ("True", "MXJobRequeued")
+    assert "no longer matches the pod sets Kueue admitted" in cond["message"]
+
+
 def test_an_admitted_job_whose_pods_finished_is_not_held_by_them() -> None:
     """Succeeded and Failed pods use no quota: they do not keep the old Workload."""
     job, admitted, running = admitted_run()
