@@ -65,8 +65,8 @@ test-kueue-0.17: $(VENV)/.dev
 	KUEUE_VERSION=v0.17.0 $(BIN)/pytest tests/apiserver/test_kueue.py \
 	    tests/apiserver/test_kueue_admission.py tests/apiserver/test_kueue_pods_ready.py
 
-# The tier to run on every change, about two minutes on 2 idle cores (docs/development.md says
-# how to measure it): no API server, no MXNet, nothing marked slow (`make test` runs those too).
+# The tier to run on every change, a few minutes on 2 cores (docs/development.md says how to
+# measure it): no API server, no MXNet, nothing marked slow (`make test` runs those too).
 fast: $(VENV)/.dev
 	$(BIN)/pytest -q -m "not apiserver and not mxnet and not slow"
 
