@@ -117,16 +117,23 @@ def test_a_queued_job_edited_gets_a_new_workload_in_one_sync(edit: Edit) -> None
     assert queued(response)["reason"] == "MXJobQueued"
 
 
-@pytest.mark.parametrize("edit", DRIFTS)
-def test_an_admitted_job_edited_stops_then_queues_again(edit: Edit) -> None:
-    """Kueue's "No matching Workload": the pods go while the admitted Workload keeps its
-    quota; once they are gone the Workload goes and a new one waits; admitted, the new pods
-    follow the new spec."""
+def running_admitted() -> tuple[dict[str, Any], dict[str, Any], list[Any], list[Any]]:
+    """An admitted job whose pods run, synced once more with them: the job (its status
+    recording that), its admitted Workload, its observed pods and Services."""
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
     pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
     services = [observed(s) for s in services_of(running)]
     job["status"] = synced(kreq(job, pods, services, [admitted]), later(15))["status"]
+    return job, admitted, pods, services
+
+
+@pytest.mark.parametrize("edit", DRIFTS)
+def test_an_admitted_job_edited_stops_then_queues_again(edit: Edit) -> None:
+    """Kueue's "No matching Workload": the pods go while the admitted Workload keeps its
+    quota; once they are gone the Workload goes and a new one waits; admitted, the new pods
+    follow the new spec."""
+    job, admitted, pods, services = running_admitted()
     edit(job["spec"])
 
     stopping = synced(kreq(job, pods, services, [admitted]), later(20))
@@ -167,11 +174,7 @@ def test_an_admitted_job_edited_stops_then_queues_again(edit: Edit) -> None:
 def test_a_sync_one_status_behind_still_says_requeued(edit: Edit) -> None:
     """Metacontroller may sync with the status before the requeue was written (its status
     update overwrites a newer one): the outgrown Workload, not the status, says why it waits."""
-    job, admitted, running = admitted_run()
-    job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
-    job["status"] = synced(kreq(job, pods, services, [admitted]), later(15))["status"]
+    job, admitted, _, _ = running_admitted()
     edit(job["spec"])
     # The pods are gone, and the status is still the admitted one.
     behind = synced(kreq(job, [], [], [admitted]), later(22))
