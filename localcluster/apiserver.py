@@ -158,7 +158,11 @@ def running(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def wait_until(
-    ready: Callable[[], bool], process: subprocess.Popen[bytes], log: Path, what: str
+    ready: Callable[[], bool],
+    process: subprocess.Popen[bytes],
+    log: Path,
+    what: str,
+    timeout: float = START_TIMEOUT,
 ) -> None:
     """Poll `ready` until it holds; fail with the process log if it exits or time runs out."""
 
@@ -168,9 +172,9 @@ def wait_until(
         return ready()
 
     try:
-        wait_for(alive_and_ready, what, START_TIMEOUT)
+        wait_for(alive_and_ready, what, timeout)
     except NotSeen:
-        raise ClusterError(f"{what} not ready after {START_TIMEOUT} s:\n{_tail(log)}") from None
+        raise ClusterError(f"{what} not ready after {timeout} s:\n{_tail(log)}") from None
 
 
 def _tail(log: Path, lines: int = 60) -> str:

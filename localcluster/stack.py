@@ -6,6 +6,7 @@ It is this package's parts (apiserver.py, realstack.py, crds.py) put together on
 here is a double. `Stack.metacontroller(flags)` runs one Metacontroller at a time.
 """
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from .realstack import (
     run_metacontroller,
     serve_hook,
 )
+from .waiting import wait_for
 
 # The admission policy the with-metacontroller overlay installs beside those flags.
 ADOPTION_GUARD = REPO / "manifests" / "components" / "adoption-guard" / "policy.yaml"
@@ -38,6 +40,43 @@ FLAG_NAMES = (
     "--cache-flush-interval",
 )
 LEADER_ELECTION = "--leader-election"
+# The object `install_adoption_guard` probes the guard with (a dry run changes nothing).
+GUARD_PROBE = "mxjob-adoption-guard-probe"
+
+
+def install_adoption_guard(server: ApiServer, namespace: str = "default") -> None:
+    """Apply the adoption guard and return once the API server enforces it. A new admission
+    policy takes effect moments after it is created, not at once: a Metacontroller started in
+    between could adopt what the guard is there to refuse. In force means a server-side dry run
+    that would give a probe ConfigMap an MXJob owner is refused with the guard's message."""
+    server.kubectl("apply", "-f", str(ADOPTION_GUARD))
+    probe = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": GUARD_PROBE, "namespace": namespace},
+    }
+    server.apply(probe)
+    owner = {
+        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": "probe",
+        "uid": "00000000-0000-0000-0000-000000000000", "controller": True,
+    }  # fmt: skip
+    adopt = json.dumps({"metadata": {"ownerReferences": [owner]}})
+    wait_for(
+        lambda: server.kubectl(
+            "patch",
+            "configmap",
+            GUARD_PROBE,
+            f"--namespace={namespace}",
+            "--type=merge",
+            f"--patch={adopt}",
+            "--dry-run=server",
+            check=False,
+        ),
+        "the adoption guard in force",
+        timeout=30,
+        until=lambda result: result.returncode != 0 and "is not its child" in result.stderr,
+    )
+    server.kubectl("delete", "configmap", GUARD_PROBE, f"--namespace={namespace}")
 
 
 def overlay_flags() -> tuple[str, ...]:
@@ -119,5 +158,5 @@ def real_stack(
         hook = stack.enter_context(serve_hook(workdir))
         progress(f"hook: python -m app serve at {hook.url} (log {hook.log})")
         install_controller(server, hook.url)
-        server.kubectl("apply", "-f", str(ADOPTION_GUARD))
+        install_adoption_guard(server)
         yield Stack(server, hook, binary, workdir)

@@ -7,7 +7,7 @@
 // Built by scripts/go-tools.sh; usage:
 //
 //	kube-controllers --kubeconfig FILE [--controllers clusterrole-aggregation,garbage-collector]
-//	                 [--sync-period 30s]
+//	                 [--sync-period 30s] [--kube-api-qps 20] [--kube-api-burst 30]
 package main
 
 import (
@@ -46,6 +46,10 @@ func main() {
 	// collected sooner.
 	syncPeriod := flag.Duration("sync-period", 30*time.Second, "how often discovery is re-read")
 	controllers := flag.String("controllers", aggregation+","+collector, "which controllers to run")
+	// kube-controller-manager's flags and defaults; client-go's own (5 and 10) would leave the
+	// garbage collector minutes behind on an API server holding thousands of orphans.
+	qps := flag.Float64("kube-api-qps", 20, "requests per second to the API server")
+	burst := flag.Int("kube-api-burst", 30, "requests allowed in a burst")
 	flag.Parse()
 	enabled := strings.Split(*controllers, ",")
 	for _, name := range enabled {
@@ -54,13 +58,13 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := run(*kubeconfig, *syncPeriod, enabled); err != nil {
+	if err := run(*kubeconfig, *syncPeriod, enabled, float32(*qps), *burst); err != nil {
 		fmt.Fprintln(os.Stderr, "kube-controllers:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string, syncPeriod time.Duration, enabled []string) error {
+func run(kubeconfig string, syncPeriod time.Duration, enabled []string, qps float32, burst int) error {
 	if kubeconfig == "" {
 		return fmt.Errorf("--kubeconfig is required")
 	}
@@ -68,6 +72,7 @@ func run(kubeconfig string, syncPeriod time.Duration, enabled []string) error {
 	if err != nil {
 		return err
 	}
+	config.QPS, config.Burst = qps, burst
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 

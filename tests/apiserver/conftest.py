@@ -39,7 +39,7 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
-from localcluster.stack import ADOPTION_GUARD, shipped_flags
+from localcluster.stack import ADOPTION_GUARD, install_adoption_guard, shipped_flags
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.kustomize import shipped_access
 
@@ -104,7 +104,7 @@ def real_stack(
         install_crds(apiserver)
         delete_jobs(apiserver)
         if shipped:
-            apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))
+            install_adoption_guard(apiserver)
         else:
             apiserver.kubectl("delete", "-f", str(ADOPTION_GUARD), "--ignore-not-found")
         kubeconfig = shipped_access(apiserver)

@@ -31,7 +31,7 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
-from localcluster.stack import ADOPTION_GUARD, release_0_1_0_flags, shipped_flags
+from localcluster.stack import install_adoption_guard, release_0_1_0_flags, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.kustomize import shipped_access
@@ -69,7 +69,7 @@ def stack(
         controller = composite_controller(hook.url)
         controller["spec"]["resyncPeriodSeconds"] = RESYNC
         server.apply(controller)
-        server.kubectl("apply", "-f", str(ADOPTION_GUARD))
+        install_adoption_guard(server)
         yield Stack(server, hook, metacontroller_binary, workdir, shipped_access(server))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from localcluster.apiserver import ApiServer, Binaries, cluster
-from localcluster.stack import ADOPTION_GUARD
+from localcluster.stack import install_adoption_guard
 from tests.support import REPO
 from tests.support.kustomize import build_overlay, metacontroller_manifests
 
@@ -121,7 +121,7 @@ def test_two_step_install_gets_the_flags_by_the_documented_patch(
         server.kubectl("apply", "-f", "-", input=release)
         sizing, leader_election = documented_patches()
         server.kubectl(*sizing)
-        server.kubectl("apply", "-f", str(ADOPTION_GUARD))  # docs/install.md, the same step
+        install_adoption_guard(server)  # docs/install.md, the same step
         server.kubectl(*leader_election)
         for step in documented_ha_steps():  # its paths are the repository's
             server.kubectl(*[str(REPO / a) if a.startswith("manifests/") else a for a in step])

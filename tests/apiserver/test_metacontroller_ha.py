@@ -41,7 +41,7 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
-from localcluster.stack import ADOPTION_GUARD, leader_election_flags, shipped_flags
+from localcluster.stack import install_adoption_guard, leader_election_flags, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.kustomize import shipped_access
@@ -133,7 +133,7 @@ def ha(
             server.kubectl("create", "namespace", "metacontroller")  # the lease's namespace
             hook = stack.enter_context(serve_hook(workdir))
             install_controller(server, hook.url)
-            server.kubectl("apply", "-f", str(ADOPTION_GUARD))
+            install_adoption_guard(server)
             kubeconfig = shipped_access(server)
             found = Cluster(server, rest, metacontroller_binary, workdir, audit, stack, kubeconfig)
             stop = threading.Event()

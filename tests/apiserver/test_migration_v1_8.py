@@ -40,7 +40,7 @@ from localcluster.realstack import (
     serve_hook,
 )
 from localcluster.rest import Rest
-from localcluster.stack import ADOPTION_GUARD, shipped_flags
+from localcluster.stack import install_adoption_guard, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
@@ -249,7 +249,7 @@ def test_the_guide_on_training_operator_v1_8_1(stack: Stack, figure: Callable[[s
         hook = running.enter_context(serve_hook(workdir))
         server.kubectl("delete", "compositecontroller", "mxjob-controller")
         server.apply(composite_controller(hook.url))
-        server.kubectl("apply", "-f", str(ADOPTION_GUARD))
+        install_adoption_guard(server)
         running.enter_context(run_metacontroller(stack.metacontroller, server, workdir,
                                                  shipped_flags()))  # fmt: skip
 
