@@ -15,11 +15,12 @@ from pathlib import Path
 import yaml
 
 from . import REPO as REPO  # re-exported: the benchmark reads it here
-from .apiserver import ApiServer, cluster, obtain_binaries
+from .apiserver import ApiServer, ClusterError, cluster, obtain_binaries
 from .crds import install_crds
 from .realstack import (
     Hook,
     Metacontroller,
+    grant_metacontroller,
     install_controller,
     obtain_metacontroller,
     run_metacontroller,
@@ -29,7 +30,8 @@ from .waiting import wait_for
 
 # The admission policy the with-metacontroller overlay installs beside those flags.
 ADOPTION_GUARD = REPO / "manifests" / "components" / "adoption-guard" / "policy.yaml"
-FLAGS_PATCH = REPO / "manifests" / "overlays" / "with-metacontroller" / "metacontroller-flags.yaml"
+WITH_METACONTROLLER = REPO / "manifests" / "overlays" / "with-metacontroller"
+FLAGS_PATCH = WITH_METACONTROLLER / "metacontroller-flags.yaml"
 FLAG_NAMES = (
     "--client-go-qps",
     "--client-go-burst",
@@ -125,19 +127,37 @@ def release_0_1_0_flags() -> tuple[str, ...]:
     return tuple(f for f in shipped_flags() if not f.startswith(NEW_SINCE_0_1_0))
 
 
+def overlay_access(server: ApiServer) -> Path:
+    """Metacontroller's ClusterRole and binding as the with-metacontroller overlay ships them
+    (`kubectl kustomize`), applied; the kubeconfig of the ServiceAccount they bind."""
+    built = server.kubectl("kustomize", str(WITH_METACONTROLLER)).stdout
+    return grant_metacontroller(server, [d for d in yaml.safe_load_all(built) if d])
+
+
 @dataclass
 class Stack:
-    """A running API server and hook with our controller installed; Metacontroller on demand."""
+    """A running API server and hook with our controller installed; Metacontroller on demand,
+    as the ServiceAccount the with-metacontroller overlay binds to its role (`access`)."""
 
     apiserver: ApiServer
     hook: Hook
     binary: Path
     workdir: Path
+    access: Path
 
     @contextmanager
     def metacontroller(self, flags: tuple[str, ...] = ()) -> Iterator[Metacontroller]:
-        with run_metacontroller(self.binary, self.apiserver, self.workdir, flags) as controller:
+        """One Metacontroller; on the way out, fail if the API server refused it anything
+        (a rule the shipped role lacks)."""
+        with run_metacontroller(
+            self.binary, self.apiserver, self.workdir, flags, self.access
+        ) as controller:
             yield controller
+            refused = controller.refusals()
+            if refused:
+                raise ClusterError(
+                    "Metacontroller was refused under the shipped role:\n" + "\n".join(refused[:5])
+                )
 
 
 @contextmanager
@@ -159,4 +179,4 @@ def real_stack(
         progress(f"hook: python -m app serve at {hook.url} (log {hook.log})")
         install_controller(server, hook.url)
         install_adoption_guard(server)
-        yield Stack(server, hook, binary, workdir)
+        yield Stack(server, hook, binary, workdir, overlay_access(server))

@@ -53,7 +53,7 @@ from localcluster.crds import install_crds
 from localcluster.realstack import install_controller, obtain_metacontroller, serve_hook
 from localcluster.rest import Rest as Kube
 from localcluster.rest import path
-from localcluster.stack import Stack, install_adoption_guard, shipped_flags
+from localcluster.stack import Stack, install_adoption_guard, overlay_access, shipped_flags
 from scripts.bench.e2e import TYPE_LABEL, cleanup, mark_pods, new_namespace
 from scripts.bench.observe import Seen, audit_events, json_lines, wait_for, watching
 from scripts.bench.report import machine, table
@@ -370,7 +370,7 @@ def latency_stack(workdir: Path, progress: Callable[[str], None]) -> Iterator[tu
         hook = scope.enter_context(serve_hook(workdir))
         install_controller(server, hook.url)
         install_adoption_guard(server)
-        yield Stack(server, hook, binary, workdir), audit_log
+        yield Stack(server, hook, binary, workdir, overlay_access(server)), audit_log
 
 
 def settings(names: list[str]) -> list[tuple[str, tuple[str, ...]]]:

@@ -3,7 +3,8 @@ own: the real API server, the real hook started with `MXJOB_AUTH_TOKEN_FILE`, an
 Metacontroller v4.17.2 with our CompositeController carrying the `authorization` block read
 from docs/security.md (its Secret, namespace and key as the page names them). What it shows:
 1. with the Secret holding the hook's token, a job gets its pod, Service and ConfigMap and
-   the Created condition;
+   the Created condition, with Metacontroller under the shipped role plus the Secrets rule
+   docs/install.md gives for the token (and under the shipped role alone, refused the Secret);
 2. Metacontroller reads the Secret only when it sets the controller up (when it starts, or
    when the CompositeController's spec changes): with a wrong token put in the Secret and the
    CompositeController touched by an annotation, its syncs still carry the old token;
@@ -17,12 +18,13 @@ import base64
 import re
 import urllib.request
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
@@ -36,12 +38,44 @@ from localcluster.realstack import (
 )
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
+from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.documented import authorization
+from tests.support.kustomize import shipped_access
 from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 TOKEN = "s3cr3t-hook-token-0123456789abcdef"
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
+TOKEN_ROLE = "metacontroller-hook-token"
+
+
+def token_rules() -> list[dict[str, Any]]:
+    """docs/install.md's rules to add to Metacontroller's role for the hook's token."""
+    text = (REPO / "docs" / "install.md").read_text()
+    (block,) = re.findall(r"```yaml\n# for the hook's bearer token\n(.*?)```", text, re.S)
+    rules: list[dict[str, Any]] = yaml.safe_load(block)
+    return rules
+
+
+def token_access(server: ApiServer, granted: bool) -> None:
+    """The documented rules in a ClusterRole of their own, bound to Metacontroller's
+    ServiceAccount (`granted`) or not."""
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": TOKEN_ROLE}, "rules": token_rules(),
+    }  # fmt: skip
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": TOKEN_ROLE},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": TOKEN_ROLE},
+        "subjects": [{"kind": "ServiceAccount", "name": "metacontroller",
+                      "namespace": "metacontroller"}],
+    }  # fmt: skip
+    if granted:
+        server.apply(role, binding)
+    else:
+        server.kubectl("delete", "clusterrolebinding", TOKEN_ROLE, "--ignore-not-found")
 
 
 @dataclass(frozen=True)
@@ -51,10 +85,18 @@ class Stack:
     secret: dict[str, str]  # the documented secretRef: name, namespace, key
     binary: Path
     workdir: Path
+    access: Path  # the kubeconfig of Metacontroller's ServiceAccount
 
-    def metacontroller(self) -> AbstractContextManager[Metacontroller]:
-        """Metacontroller, started (a restart: `kubectl rollout restart` in a cluster)."""
-        return run_metacontroller(self.binary, self.server, self.workdir)
+    @contextmanager
+    def metacontroller(self, refused: bool = False) -> Iterator[Metacontroller]:
+        """Metacontroller, started (a restart: `kubectl rollout restart` in a cluster), as its
+        ServiceAccount; on the way out, whether the API server refused it anything is as
+        `refused` says."""
+        with run_metacontroller(
+            self.binary, self.server, self.workdir, kubeconfig=self.access
+        ) as running:
+            yield running
+            assert bool(running.refusals()) == refused, running.refusals()
 
 
 def secret_with(ref: dict[str, str], token: str) -> dict[str, Any]:
@@ -91,7 +133,9 @@ def stack(
                           "metadata": {"name": ref["namespace"]}})  # fmt: skip
             server.apply(secret_with(ref, TOKEN))
             server.apply(with_token(hook.url))
-            yield Stack(server, hook, ref, metacontroller_binary, workdir)
+            access = shipped_access(server)
+            token_access(server, granted=True)
+            yield Stack(server, hook, ref, metacontroller_binary, workdir, access)
 
 
 def outcomes(hook: Hook) -> dict[str, float]:
@@ -178,3 +222,18 @@ def test_metacontroller_sends_the_documented_token_and_a_wrong_one_is_refused(
             late.reaches(
                 State(CREATED, pods("Pending", *second_names), second_names), "created once right"
             )
+
+
+def test_under_the_shipped_role_alone_metacontroller_is_refused_the_secret(stack: Stack) -> None:
+    """Why docs/install.md adds a rule for the token: without it, Metacontroller's cache of
+    Secrets is refused."""
+    token_access(stack.server, granted=False)
+    try:
+        with stack.metacontroller(refused=True) as running:
+            wait_for(
+                running.refusals,
+                "Metacontroller refused the Secrets",
+                until=lambda lines: any('resource "secrets"' in line for line in lines),
+            )
+    finally:
+        token_access(stack.server, granted=True)

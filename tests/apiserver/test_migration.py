@@ -47,6 +47,7 @@ from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import run_as_user, shell_block
 from tests.support.jobs import one_worker_job
+from tests.support.kustomize import shipped_access
 from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
@@ -267,7 +268,14 @@ def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: St
     with serve_hook(stack.workdir) as hook:
         server.kubectl("delete", "compositecontroller", "mxjob-controller")
         server.apply(composite_controller(hook.url))
-        with run_metacontroller(stack.metacontroller, server, stack.workdir), Rest(server) as rest:
+        # As the ServiceAccount of the role install.md gives a Metacontroller of one's own.
+        access = shipped_access(server)
+        with (
+            run_metacontroller(
+                stack.metacontroller, server, stack.workdir, (), access
+            ) as controller,
+            Rest(server) as rest,
+        ):
             for name in ("to-finished", "to-running"):
                 wait_for(syncs(hook, name), f"{name} synced", until=lambda n: n >= 2)
             everything = {
@@ -331,3 +339,4 @@ def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: St
             assert shell(stack, cleanup).returncode == 0
             assert gone(server, "pod/to-finished-worker-0", "service/to-finished-worker-0")
             assert server.get("mxjob", "to-finished", f"-n={NAMESPACE}")["status"] == settled
+            assert controller.refusals() == [], "a request outside the shipped role"

@@ -46,6 +46,7 @@ from tests.support import REPO
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import run_as_user, shell_block
 from tests.support.jobs import one_worker_job
+from tests.support.kustomize import shipped_access
 from tests.support.resources import CONTROLLER_UID
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
@@ -250,8 +251,12 @@ def test_the_guide_on_training_operator_v1_8_1(stack: Stack, figure: Callable[[s
         server.kubectl("delete", "compositecontroller", "mxjob-controller")
         server.apply(composite_controller(hook.url))
         install_adoption_guard(server)
-        running.enter_context(run_metacontroller(stack.metacontroller, server, workdir,
-                                                 shipped_flags()))  # fmt: skip
+        # As the ServiceAccount of the role install.md gives a Metacontroller of one's own.
+        metacontroller = running.enter_context(
+            run_metacontroller(
+                stack.metacontroller, server, workdir, shipped_flags(), shipped_access(server)
+            )
+        )
 
         # Step 5: a new job is ours.
         server.kubectl("create", "namespace", "fresh")
@@ -319,3 +324,4 @@ def test_the_guide_on_training_operator_v1_8_1(stack: Stack, figure: Callable[[s
                 until=lambda found: {"training-operator", "metacontroller"} <= set(found),
             )  # fmt: skip
         figure(f"both controllers on one job: pod writes and answers by client {writers}")
+        assert metacontroller.refusals() == [], "a request outside the shipped role"

@@ -40,14 +40,20 @@ from localcluster.apiserver import ApiServer, Binaries, cluster, http_ok, wait_u
 from localcluster.buildscript import stop
 from localcluster.kubelet import Kubelet
 from localcluster.ports import free_port
-from localcluster.realstack import Hook, hook_command, metacontroller_crds, run_metacontroller
+from localcluster.realstack import (
+    Hook,
+    grant_metacontroller,
+    hook_command,
+    metacontroller_crds,
+    run_metacontroller,
+)
 from localcluster.rest import Rest
 from localcluster.stack import shipped_flags
 from localcluster.waiting import wait_for
 from scripts.bench.observe import audit_events
 from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
-from tests.support.kustomize import built
+from tests.support.kustomize import built, shipped_access
 from tests.support.loopback import rendered
 from tests.support.scenario import (
     CREATED,
@@ -236,6 +242,14 @@ class Helm:
         self.server.kubectl("delete", "crd", "mxjobs.kubeflow.org")  # the chart keeps it
 
 
+def release_access(server: ApiServer) -> Path:
+    """Metacontroller's release ClusterRole (every verb on every resource), which release
+    0.2.0's with-metacontroller overlay kept, bound to its ServiceAccount; the upgrade narrows
+    it to this version's role (`shipped_access`) and a rollback widens it again."""
+    rbac = REPO / "manifests" / "third_party" / "metacontroller" / "metacontroller-rbac.yaml"
+    return grant_metacontroller(server, [d for d in yaml.safe_load_all(rbac.read_text()) if d])
+
+
 def release_flags(tree: Path) -> tuple[str, ...]:
     """What a release's with-metacontroller overlay added to Metacontroller's arguments."""
     patch = tree / "manifests" / "overlays" / "with-metacontroller" / "metacontroller-flags.yaml"
@@ -391,7 +405,9 @@ def test_upgrade_from_0_2_0_and_back(
         metacontroller = ExitStack()
         running.callback(metacontroller.close)
         metacontroller.enter_context(
-            run_metacontroller(stack.binary, stack.server, stack.workdir, old_flags)
+            run_metacontroller(
+                stack.binary, stack.server, stack.workdir, old_flags, release_access(stack.server)
+            )
         )
         lives = start_lives(stack.server, rest, namespace)
         assert restarts(lives.restarted) is None, f"{RELEASE} kept no restartCount"
@@ -407,8 +423,10 @@ def test_upgrade_from_0_2_0_and_back(
         new_hook = hooks.serve(REPO, f"{way}-upgraded")
         steps.append(time.monotonic())
         metacontroller.close()
-        metacontroller.enter_context(
-            run_metacontroller(stack.binary, stack.server, stack.workdir, new_flags)
+        upgraded = metacontroller.enter_context(
+            run_metacontroller(
+                stack.binary, stack.server, stack.workdir, new_flags, shipped_access(stack.server)
+            )
         )
         steps.append(time.monotonic())
         synced_by(new_hook, lives.all())
@@ -445,9 +463,12 @@ def test_upgrade_from_0_2_0_and_back(
         offset = stack.audit.stat().st_size
         install.rollback(release)
         old_hook = hooks.serve(release, f"{way}-rolled-back")
+        assert upgraded.refusals() == [], "a request outside this version's role"
         metacontroller.close()
         metacontroller.enter_context(
-            run_metacontroller(stack.binary, stack.server, stack.workdir, old_flags)
+            run_metacontroller(
+                stack.binary, stack.server, stack.workdir, old_flags, release_access(stack.server)
+            )
         )
         synced_by(old_hook, (back,))
         assert identities((back,)) == kept, "every child kept, same name and uid"
