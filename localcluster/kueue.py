@@ -126,14 +126,17 @@ def run_kueue(
 
 
 @contextmanager
-def run_status_writer(server: ApiServer, workdir: Path) -> Iterator[Path]:
-    """The Workload-status writer (`python -m app kueue-status`) against `server`, its log's
-    path yielded once both its watches have listed."""
+def run_status_writer(
+    server: ApiServer, workdir: Path, kubeconfig: Path | None = None
+) -> Iterator[Path]:
+    """The Workload-status writer (`python -m app kueue-status`) against `server`, as whoever
+    `kubeconfig` authenticates (by default the admin), its log's path yielded once both its
+    watches have listed."""
     log = workdir / "kueue-status.log"
     with log.open("ab") as sink:
         process = subprocess.Popen(
             [sys.executable, "-m", "app", "kueue-status"], cwd=REPO,
-            env={**os.environ, "KUBECONFIG": str(server.kubeconfig)}, stdout=sink,
+            env={**os.environ, "KUBECONFIG": str(kubeconfig or server.kubeconfig)}, stdout=sink,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     try:

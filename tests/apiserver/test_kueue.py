@@ -4,32 +4,21 @@ API server of this module's own (its CompositeController is not the one the othe
 The test plays the kubelet. Quota, preemption, flavors, and bad input: a queue that does not
 exist, a job larger than any quota, a Workload deleted by hand, labels edited on running jobs."""
 
-import copy
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from localcluster.apiserver import ApiServer, Binaries, cluster
-from localcluster.crds import install_crds
+from localcluster.apiserver import Binaries
 from localcluster.kubelet import Kubelet
-from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue
-from localcluster.realstack import (
-    Hook,
-    install_controller,
-    run_metacontroller,
-    serve_hook,
-)
-from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import REPO
-from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.controllers import AGGREGATION, kube_controllers
-from tests.support.kustomize import hook_objects, shipped_access
+from tests.support.kueue_stack import KueueStack, kueue_metacontroller, kueue_stack
+from tests.support.kustomize import hook_objects
 from tests.support.scenario import Job, apply_job, manifest
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -37,28 +26,6 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 TOLERATION = {"key": "pool", "operator": "Equal", "value": "a", "effect": "NoSchedule"}
 
 
-@dataclass(frozen=True)
-class KueueStack:
-    apiserver: ApiServer
-    rest: Rest
-    hook: Hook
-    # Kueue's aggregated batch roles, from its module.
-    rbac: Path
-
-
-def kueue_controller(hook_url: str) -> dict[str, Any]:
-    """The CompositeController of manifests/overlays/kueue, its two hooks at `hook_url`."""
-    (controller,) = [d for d in hook_objects("kueue") if d["kind"] == "CompositeController"]
-    controller = copy.deepcopy(controller)
-    for hook in controller["spec"]["hooks"].values():
-        webhook = hook["webhook"]
-        webhook.pop("service")
-        webhook["url"] = hook_url + webhook.pop("path")
-    return controller
-
-
-# Each tier's stack fixture has this signature shape; the components it starts differ, and
-# the shared part lives in tests/support (cluster, fail_on_cluster_error).
 @pytest.fixture(scope="module")
 def stack(
     k8s_binaries: Binaries,
@@ -67,21 +34,11 @@ def stack(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[KueueStack]:
     workdir = tmp_path_factory.mktemp("kueue")
-    with fail_on_cluster_error():
-        progress("obtaining Kueue (scripts/kueue-binary.sh)")
-        parts = obtain_kueue(progress)
-        with cluster(k8s_binaries, workdir) as server, Rest(server) as rest:
-            install_crds(server)
-            install_kueue_crds(server, parts.crds)
-            with run_kueue(parts.binary, server, workdir), serve_hook(workdir) as hook:
-                install_controller(server, hook.url)  # Metacontroller's CRDs
-                server.apply(kueue_controller(hook.url))
-                kubeconfig = shipped_access(server, "kueue")
-                with run_metacontroller(
-                    metacontroller_binary, server, workdir, (), kubeconfig
-                ) as running:
-                    yield KueueStack(server, rest, hook, parts.rbac)
-                    assert running.refusals() == [], "a request outside the shipped role"
+    with (
+        kueue_stack(k8s_binaries, progress, workdir) as running,
+        kueue_metacontroller(running, metacontroller_binary),
+    ):
+        yield running
 
 
 def namespace(stack: KueueStack, name: str) -> str:

@@ -14,22 +14,17 @@ from typing import Any
 
 import pytest
 
-from localcluster.apiserver import Binaries, cluster
-from localcluster.crds import install_crds
+from localcluster.apiserver import Binaries
 from localcluster.kubelet import Kubelet
-from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue
-from localcluster.realstack import install_controller, run_metacontroller, serve_hook
 from localcluster.rest import KubeError, Rest
 from localcluster.stack import release_0_1_0_flags, shipped_flags
 from localcluster.waiting import wait_for
 from tests.apiserver.test_kueue import (
     KUEUE,
     QUEUE_LABEL,
-    KueueStack,
     cluster_queue,
     flavor,
     is_true,
-    kueue_controller,
     local_queue,
     mxjob,
     pod_names,
@@ -37,8 +32,8 @@ from tests.apiserver.test_kueue import (
     replica,
     workloads,
 )
-from tests.support.cluster_errors import fail_on_cluster_error
-from tests.support.kustomize import hook_objects, shipped_access
+from tests.support.kueue_stack import KueueStack, kueue_metacontroller, kueue_stack
+from tests.support.kustomize import hook_objects
 from tests.support.scenario import Job, apply_job
 
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
@@ -52,20 +47,12 @@ def base(
     k8s_binaries: Binaries,
     progress: Callable[[str], None],
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[KueueStack, Path]]:
+) -> Iterator[KueueStack]:
     """The API server with Kueue, the hook and the component's admission policies."""
     workdir = tmp_path_factory.mktemp("kueue-admission")
-    with fail_on_cluster_error():
-        progress("obtaining Kueue (scripts/kueue-binary.sh)")
-        parts = obtain_kueue(progress)
-        with cluster(k8s_binaries, workdir) as server, Rest(server) as rest:
-            install_crds(server)
-            install_kueue_crds(server, parts.crds)
-            with run_kueue(parts.binary, server, workdir), serve_hook(workdir) as hook:
-                install_controller(server, hook.url)  # Metacontroller's CRDs
-                server.apply(kueue_controller(hook.url))
-                server.apply(*(d for d in hook_objects("kueue") if d["kind"] in POLICY_KINDS))
-                yield KueueStack(server, rest, hook, parts.rbac), workdir
+    policies = [d for d in hook_objects("kueue") if d["kind"] in POLICY_KINDS]
+    with kueue_stack(k8s_binaries, progress, workdir, objects=policies) as running:
+        yield running
 
 
 SHIPPED = "server-side-apply"
@@ -73,20 +60,13 @@ SHIPPED = "server-side-apply"
 
 @pytest.fixture(scope="module")
 def stack(
-    request: pytest.FixtureRequest,
-    base: tuple[KueueStack, Path],
-    metacontroller_binary: Path,
+    request: pytest.FixtureRequest, base: KueueStack, metacontroller_binary: Path
 ) -> Iterator[KueueStack]:
     """`base` with Metacontroller under the apply strategy a test asks for (indirect
     parametrization), else the shipped one."""
-    kueue_stack, workdir = base
     flags = STRATEGIES[getattr(request, "param", SHIPPED)]()
-    kubeconfig = shipped_access(kueue_stack.apiserver, "kueue")
-    with run_metacontroller(
-        metacontroller_binary, kueue_stack.apiserver, workdir, flags, kubeconfig
-    ) as running:
-        yield kueue_stack
-        assert running.refusals() == [], "a request outside the shipped role"
+    with kueue_metacontroller(base, metacontroller_binary, flags):
+        yield base
 
 
 @dataclass
