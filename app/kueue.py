@@ -36,6 +36,7 @@ PODS_READY = "PodsReady"
 
 REASON_QUEUED = "MXJobQueued"
 REASON_EVICTED = "MXJobEvicted"
+REASON_DEACTIVATED = "MXJobDeactivated"
 REASON_ADMITTED = "MXJobAdmitted"
 REASON_UNQUEUED = "MXJobUnqueued"
 REASON_REQUEUED = "MXJobRequeued"
@@ -206,6 +207,9 @@ class Admission:
     # Whether a Workload-status writer tends it (it alone writes PodsReady on our Workloads):
     # then an eviction keeps the Workload and the writer clears its reservation.
     kept_on_eviction: bool = False
+    # False once Kueue (past its requeuing limit) or an admin deactivates it: Kueue does not
+    # queue it again until `spec.active` is true again.
+    active: bool = True
 
 
 def admission(workload: Mapping[str, Any]) -> Admission:
@@ -244,7 +248,13 @@ def admission(workload: Mapping[str, Any]) -> Admission:
         flavors=_assigned_flavors(admission_.get("podSetAssignments")),
         updates=_pod_set_updates(status.get("admissionChecks")),
         kept_on_eviction=PODS_READY in conds,
+        active=_active(workload),
     )
+
+
+def _active(workload: Mapping[str, Any]) -> bool:
+    spec = workload.get("spec")
+    return not (isinstance(spec, dict) and spec.get("active") is False)
 
 
 def _assigned_flavors(assignments: Any) -> dict[str, list[str]]:
@@ -530,6 +540,16 @@ def gate(
     state = admission(job.workload)
     if state.cluster_queue:
         where += f" (ClusterQueue {state.cluster_queue})"
+    if state.evicted and not state.active:
+        # Deactivated: Kueue keeps it out of the queue, so the Workload stays (its
+        # requeueState with it) and the job waits until someone activates it again.
+        name = job.workload.get("metadata", {}).get("name", "")
+        message = (
+            f"MXJob {job.name} was stopped by Kueue ({state.reason or 'Deactivated'}): "
+            f"{state.message or 'no message'}; it is not queued again until its Workload "
+            f"{name} is active again (spec.active: true)."
+        )
+        return Gate(True, ("True", REASON_DEACTIVATED, message), wants_workload=True)
     if state.evicted:
         if waiting_before and before is not None and before.get("reason") == REASON_EVICTED:
             # The status records the eviction. With the writer, which clears the reservation

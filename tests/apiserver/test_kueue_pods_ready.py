@@ -12,19 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import Binaries, cluster
-from localcluster.crds import install_crds
+from localcluster.apiserver import Binaries
 from localcluster.kubelet import Kubelet
-from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue, run_status_writer
-from localcluster.realstack import install_controller, run_metacontroller, serve_hook
-from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.apiserver.test_kueue import (
-    KueueStack,
     cluster_queue,
     flavor,
     is_true,
-    kueue_controller,
     local_queue,
     mxjob,
     namespace,
@@ -32,16 +26,16 @@ from tests.apiserver.test_kueue import (
     workload_of,
 )
 from tests.support import REPO
-from tests.support.cluster_errors import fail_on_cluster_error
-from tests.support.kustomize import shipped_access
+from tests.support.kueue_stack import KueueStack, kueue_metacontroller, kueue_stack
 from tests.support.scenario import Job, apply_job
 
 TIMEOUT = 10
+LIMIT = 2  # requeues after a PodsReady timeout; the next timeout deactivates the Workload
 # Kueue's backoff before the n-th requeue: base * 2^(n-1), at most the max (seconds).
 PODS_READY = {
     "timeout": f"{TIMEOUT}s",
     "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 1,
-                          "backoffMaxSeconds": 2},
+                          "backoffMaxSeconds": 2, "backoffLimitCount": LIMIT},
 }  # fmt: skip
 
 
@@ -52,26 +46,13 @@ def stack(
     progress: Callable[[str], None],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[KueueStack]:
+    """Kueue with `waitForPodsReady`, and the writer as its component's ServiceAccount."""
     workdir = tmp_path_factory.mktemp("kueue-pods-ready")
-    with fail_on_cluster_error():
-        progress("obtaining Kueue (scripts/kueue-binary.sh)")
-        parts = obtain_kueue(progress)
-        with cluster(k8s_binaries, workdir) as server, Rest(server) as rest:
-            install_crds(server)
-            install_kueue_crds(server, parts.crds)
-            with (
-                run_kueue(parts.binary, server, workdir, PODS_READY),
-                run_status_writer(server, workdir),
-                serve_hook(workdir) as hook,
-            ):
-                install_controller(server, hook.url)
-                server.apply(kueue_controller(hook.url))
-                kubeconfig = shipped_access(server, "kueue")
-                with run_metacontroller(
-                    metacontroller_binary, server, workdir, (), kubeconfig
-                ) as running:
-                    yield KueueStack(server, rest, hook, parts.rbac)
-                    assert running.refusals() == [], "a request outside the shipped role"
+    with (
+        kueue_stack(k8s_binaries, progress, workdir, PODS_READY) as running,
+        kueue_metacontroller(running, metacontroller_binary),
+    ):
+        yield running
 
 
 def queue(stack: KueueStack, name: str) -> str:
@@ -116,12 +97,13 @@ def test_a_job_whose_pods_run_is_not_evicted(stack: KueueStack) -> None:
     assert not is_true(job, "Restarting")
 
 
-def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
+def test_a_job_whose_pods_never_start_is_evicted_requeued_then_deactivated(
     stack: KueueStack, figure: Callable[[str], None]
 ) -> None:
     """No pod of it ever runs: Kueue evicts it at the timeout, the hook stops its pods, the
     writer clears the reservation, and Kueue requeues the same Workload after its backoff,
-    `requeueState.count` counting; the job says it was evicted and waits."""
+    `requeueState.count` counting; the job says it was evicted and waits. Past the limit the
+    Workload is deactivated and kept, and the job waits for it to be activated again."""
     ns = queue(stack, "pods-ready-stuck")
     job: Job = apply_job(stack.apiserver, stack.rest, ns, mxjob("stuck", "lq"))
     wait_for(lambda: pod_names(job), "the admitted job's pod")
@@ -154,6 +136,32 @@ def test_a_job_whose_pods_never_start_is_evicted_and_requeued(
     figure(f"two PodsReady-timeout evictions ({TIMEOUT} s each) and a requeue: "
            f"{time.monotonic() - started:.1f} s")  # fmt: skip
     assert workload_of(stack, ns, "stuck")["metadata"]["uid"] == uid
+
+    # The next timeout is past the limit: Kueue deactivates the Workload and no longer queues
+    # it. The job stops, says why and how to go on, and keeps that Workload.
+    inactive = wait_for(
+        lambda: workload_of(stack, ns, "stuck"), "the Workload deactivated",
+        until=lambda w: w["spec"].get("active") is False,
+    )  # fmt: skip
+    assert inactive["metadata"]["uid"] == uid
+    told = wait_for(lambda: job.condition("Queued") or {}, "the job told",
+                    until=lambda c: c.get("reason") == "MXJobDeactivated")  # fmt: skip
+    assert "RequeuingLimitExceeded" in told["message"], told
+    assert f"until its Workload {inactive['metadata']['name']} is active again" in told["message"]
+    wait_for(lambda: pod_names(job), "its pods stopped", until=lambda names: names == [])
+    wait_for(
+        lambda: workload_of(stack, ns, "stuck"), "the reservation cleared",
+        until=lambda w: condition(w, "QuotaReserved").get("status") == "False",
+    )  # fmt: skip
+    # As docs/kueue.md says: active again, it is queued and admitted, on the same Workload.
+    stack.apiserver.kubectl(
+        "patch", "workload", inactive["metadata"]["name"], "-n", ns, "--type=merge",
+        "--patch", '{"spec": {"active": true}}',
+    )  # fmt: skip
+    wait_for(lambda: pod_names(job), "its pods again once it is active")
+    assert workload_of(stack, ns, "stuck")["metadata"]["uid"] == uid
+    figure(f"deactivated past backoffLimitCount {LIMIT}, reactivated and admitted again: "
+           f"{time.monotonic() - started:.1f} s from the first pod")  # fmt: skip
 
 
 def test_the_writers_rbac_allows_what_it_does_and_no_more(stack: KueueStack) -> None:

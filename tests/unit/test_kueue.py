@@ -327,6 +327,39 @@ def test_with_the_status_writer_an_evicted_workload_is_kept() -> None:
     assert queued(back)["reason"] == "MXJobAdmitted"
 
 
+def test_a_deactivated_workload_is_kept_and_the_job_waits_for_its_reactivation() -> None:
+    """Past Kueue's requeuing limit (or deactivated by hand) the Workload is inactive: the job
+    stops, says so and how to go on, and keeps that Workload; active again, it is queued."""
+    job, _, running = admitted_run()
+    job["status"] = running["status"]
+    deactivated = observed(workloads_of(running)[0], **wl_status(
+        ("QuotaReserved", "False", "Pending", "The workload is deactivated"),
+        ("Evicted", "True", "DeactivatedDueToRequeuingLimitExceeded",
+         "The workload is deactivated due to exceeding the maximum number of re-queuing retries"),
+        ("PodsReady", "False", "WaitForStart", "Not all pods are ready or succeeded"),
+    ))  # fmt: skip
+    deactivated["spec"]["active"] = False
+    name = deactivated["metadata"]["name"]
+    stopped = synced(kreq(job, workloads=[deactivated]), later(30))
+    assert [c["kind"] for c in stopped["children"]] == ["Workload"]
+    assert "active" not in workloads_of(stopped)[0]["spec"], "Kueue's to set, never ours"
+    cond = queued(stopped)
+    assert cond["reason"] == "MXJobDeactivated"
+    assert "DeactivatedDueToRequeuingLimitExceeded" in cond["message"]
+    assert f"until its Workload {name} is active again" in cond["message"]
+    assert "it is queued again" not in cond["message"]
+    job["status"] = stopped["status"]
+    later_on = synced(kreq(job, workloads=[deactivated]), later(300))
+    assert [c["kind"] for c in later_on["children"]] == ["Workload"]
+    assert queued(later_on) == cond
+    # Active again: Kueue clears the eviction and the job is queued (then admitted).
+    reactivated = observed(workloads_of(running)[0], **PENDING)
+    waiting = synced(kreq(job, workloads=[reactivated]), later(301))
+    assert queued(waiting)["reason"] == "MXJobQueued"
+    back = synced(kreq(job, workloads=[observed(workloads_of(running)[0], **ADMITTED)]), later(302))
+    assert len(pods_of(back)) == len(pods_of(running))
+
+
 def test_a_finished_job_releases_its_workload_at_once() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
