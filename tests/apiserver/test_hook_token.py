@@ -233,7 +233,7 @@ def test_under_the_shipped_role_alone_metacontroller_is_refused_the_secret(stack
             wait_for(
                 running.refusals,
                 "Metacontroller refused the Secrets",
-                until=lambda lines: any('resource "secrets"' in line for line in lines),
+                until=lambda lines: any("secrets is forbidden" in line for line in lines),
             )
     finally:
         token_access(stack.server, granted=True)
