@@ -88,11 +88,6 @@ CASES = {
     "scheduler-plugins": ("scheduler-plugins", (), ("--set", "gang=scheduler-plugins")),
     "events": ("standalone", ("events",), ("--set", "events=true")),
     "kueue": ("kueue", (), ("--set", "kueue=true")),
-    "kueue-status": (
-        "kueue",
-        ("kueue-status",),
-        ("--set", "kueue=true", "--set", "kueueStatusWriter=true"),
-    ),
     "monitoring": (
         "standalone",
         ("monitoring", "networkpolicy-monitoring"),
@@ -225,6 +220,17 @@ def test_token_secret_reaches_the_hook_and_metacontroller(helm: Callable[..., An
         "type": "Bearer",
         "secretRef": {"name": "hook-token", "namespace": "ml", "key": "bearer"},
     }
+
+
+def test_the_kueue_status_writer_comes_with_kueue_and_can_be_left_out(
+    helm: Callable[..., Any],
+) -> None:
+    """On by default with kueue, as in the kueue overlay; never without kueue."""
+    writer = ("Deployment", "mxjob-controller-kueue-status")
+    assert writer in template(helm, "ml", "--set", "kueue=true")
+    assert writer not in template(helm, "ml", "--set", "kueue=true", "--set",
+                                  "kueueStatusWriter=false")  # fmt: skip
+    assert writer not in template(helm, "ml")
 
 
 def test_crd_can_be_left_to_helm_uninstall(helm: Callable[..., Any]) -> None:

@@ -28,13 +28,20 @@ CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"
 # Cluster-scoped objects only some overlays add: aggregated roles, admission policies.
 OVERLAY_CLUSTER_SCOPED = {
     "kubeflow": {"ClusterRole"},
-    "kueue": {"ClusterRole"} | GUARD,
+    "kueue": {"ClusterRole", "ClusterRoleBinding"} | GUARD,
     "with-metacontroller": GUARD,
 }
 
 
 def the(overlay: str, kind: str) -> dict[str, Any]:
-    (found,) = (doc for doc in build(overlay) if doc["kind"] == kind)
+    """The overlay's one object of `kind` that is the hook's (not the Workload-status
+    writer's, which the kueue overlay adds)."""
+    (found,) = (
+        doc
+        for doc in build(overlay)
+        if doc["kind"] == kind
+        and doc["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "kueue-status"
+    )
     return found
 
 
