@@ -20,6 +20,10 @@ READY = "All pods reached readiness and the workload is running"
 # Evictions after which Kueue's jobframework marks the Workload Requeued at once; after any
 # other (a PodsReady timeout, say) Kueue's Workload controller does, once its backoff ends.
 REQUEUED_AT_ONCE = ("Preempted", "NodeFailures")
+# Kueue's Workload controller queues a reactivated Workload again only when its Requeued
+# condition says `Deactivated`; the eviction's reason may carry a cause after it
+# (`DeactivatedDueToRequeuingLimitExceeded`).
+DEACTIVATED = "Deactivated"
 _DONE = ("Succeeded", "Failed")
 
 
@@ -99,7 +103,8 @@ def clear_reservation(conds: list[dict[str, Any]], generation: Any, now: str) ->
     reason, message = str(evicted.get("reason", "")), str(evicted.get("message", ""))
     gen = {"observedGeneration": generation} if isinstance(generation, int) else {}
     requeued = "True" if reason in REQUEUED_AT_ONCE else "False"
-    set_condition(conds, {"type": REQUEUED, "status": requeued, "reason": reason,
+    cause = DEACTIVATED if reason.startswith(DEACTIVATED) else reason
+    set_condition(conds, {"type": REQUEUED, "status": requeued, "reason": cause,
                           "message": message} | gen, now)  # fmt: skip
     set_condition(conds, {"type": QUOTA_RESERVED, "status": "False", "reason": "Pending",
                           "message": message} | gen, now)  # fmt: skip

@@ -15,6 +15,12 @@ RESERVED = ("QuotaReserved", "True", "QuotaReserved", "Quota reserved in Cluster
 ADMITTED = ("Admitted", "True", "Admitted", "The workload is admitted")
 TIMED_OUT = ("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout ns/mxjob-j")
 PREEMPTED = ("Evicted", "True", "Preempted", "Preempted to accommodate a workload (UID: u1)")
+LIMIT_EXCEEDED = (
+    "Evicted",
+    "True",
+    "DeactivatedDueToRequeuingLimitExceeded",
+    "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
+)
 WAITING = ("PodsReady", "False", "WaitForStart", decide.NOT_READY)
 STARTED = ("PodsReady", "True", "Started", decide.READY)
 RECOVERING = ("PodsReady", "False", "WaitForRecovery", decide.RECOVERING)
@@ -108,6 +114,13 @@ RUN = [pod("Running"), pod("Running")]
                       "PodsReady": ("False", "WaitForStart", True),
                       "Requeued": ("True", "Preempted", True), "admission": None},
                      id="preempted-stopped-requeued-at-once"),
+        pytest.param(workload(RESERVED, ADMITTED, LIMIT_EXCEEDED, WAITING), [],
+                     {"QuotaReserved": ("False", "Pending", True),
+                      "Admitted": ("False", "NoReservation", True),
+                      "Evicted": ("True", "DeactivatedDueToRequeuingLimitExceeded", False),
+                      "PodsReady": ("False", "WaitForStart", False),
+                      "Requeued": ("False", "Deactivated", True), "admission": None},
+                     id="deactivated-stopped-requeued-once-reactivated"),
         pytest.param(workload(("QuotaReserved", "False", "Pending", "m"), TIMED_OUT, WAITING), [],
                      None, id="already-cleared"),
     ],
