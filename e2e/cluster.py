@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app import kubeenv
+from app.core import kubeenv
 from e2e import images
 from localcluster import apiserver, kubelet
 from localcluster.kubelet import MAIN_CONTAINER
@@ -97,7 +97,7 @@ class _ConfigMapsByName(Mapping[str, Mapping[str, Any]]):
 
 
 def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[str, str]:
-    """The container's env as the kubelet resolves and expands it (app.kubeenv, shared with
+    """The container's env as the kubelet resolves and expands it (app.core.kubeenv, shared with
     `render --expand` and the tests). Headless Services give no service variables."""
     try:
         return kubeenv.resolve(container, _ConfigMapsByName(config_maps))
@@ -106,7 +106,7 @@ def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[st
 
 
 def expand(value: str, env: dict[str, str]) -> str:
-    """Kubernetes' `$(VAR)` expansion of a command or argument (app.kubeenv)."""
+    """Kubernetes' `$(VAR)` expansion of a command or argument (app.core.kubeenv)."""
     return kubeenv.expand(value, env)
 
 

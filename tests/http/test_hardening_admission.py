@@ -18,10 +18,10 @@ import anyio
 import orjson
 import pytest
 
-from app import metrics, web
-from app.jsonlog import JsonFormatter
-from app.reconcile import sync_result
-from app.settings import Settings
+from app.core.reconcile import sync_result
+from app.service import metrics, web
+from app.service.jsonlog import JsonFormatter
+from app.service.settings import Settings
 from tests.support import jobs as s
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))

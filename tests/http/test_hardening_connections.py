@@ -18,8 +18,8 @@ import orjson
 import pytest
 import yaml
 
-from app import envelope
-from app.parsecost import MiB
+from app.core import envelope
+from app.core.parsecost import MiB
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.servers import Server, closed_by_peer, start, wait_for
@@ -71,9 +71,9 @@ def hook(**env: str) -> Iterator[Server]:
 # Loaded by the server's Python before anything else: the core raises, as a bug would, for
 # a job named "crash".
 CRASHING_CORE = """
-import app.reconcile
+import app.core.reconcile
 
-_core = app.reconcile.sync_result
+_core = app.core.reconcile.sync_result
 
 
 def _crashing(request, now):
@@ -82,7 +82,7 @@ def _crashing(request, now):
     return _core(request, now)
 
 
-app.reconcile.sync_result = _crashing
+app.core.reconcile.sync_result = _crashing
 """
 
 

@@ -16,7 +16,7 @@ import uvloop
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from app import server, settings, web
+from app.service import server, settings, web
 from tests.support import jobs as s
 from tests.support.servers import Server, closed_by_peer, start
 

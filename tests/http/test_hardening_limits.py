@@ -12,9 +12,10 @@ import anyio
 import orjson
 import pytest
 
-from app import parsecost, web
-from app.jsonlog import CURRENT_JOB, JsonFormatter
-from app.settings import Settings
+from app.core import parsecost
+from app.service import web
+from app.service.jsonlog import CURRENT_JOB, JsonFormatter
+from app.service.settings import Settings
 from tests.support import jobs as s
 from tests.support import json_shapes
 from tests.support.servers import asgi_client

@@ -12,8 +12,8 @@ import httpx
 import orjson
 import pytest
 
-from app import parsecost
-from app.parsecost import MiB
+from app.core import parsecost
+from app.core.parsecost import MiB
 from tests.support import json_shapes
 from tests.support.servers import Server, start
 

@@ -17,7 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
 from tests.support import REPO

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.settings import Settings, from_env
+from app.service.settings import Settings, from_env
 from tests.support import REPO
 from tests.support.kustomize import hook_objects
 

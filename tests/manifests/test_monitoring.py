@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app import metrics
+from app.service import metrics
 from tests.support import REPO
 from tests.support.kustomize import documents
 from tests.support.overlays import HOOK_LABELS, build

@@ -1,4 +1,4 @@
-"""What Metacontroller last applied, read back from a child's `managedFields` (app/applied.py):
+"""What Metacontroller last applied, read back from a child's `managedFields` (app/core/applied.py):
 its apply strategy `server-side-apply` keeps no last-applied annotation.
 
 tests/fixtures/ssa-children.json holds a job (examples/dist-cpu.yaml) and three of its
@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.applied import applied_configuration
-from app.reconcile import sync
+from app.core.applied import applied_configuration
+from app.core.reconcile import sync
 from tests.support import FIXTURES
 from tests.support import jobs as s
 from tests.support.resources import as_written

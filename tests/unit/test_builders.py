@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app import builders, kubeenv, observed, template
-from app.reconcile import sync
-from app.render import render
-from app.spec import ReplicaType
-from app.validation import validated_spec
+from app.core import builders, kubeenv, mxconfig, observed
+from app.core.reconcile import sync
+from app.core.render import render
+from app.core.spec import ReplicaType
+from app.core.validation import validated_spec
 from tests.support import FIXTURES, REPO
 from tests.support.golden_cases import CASES
 from tests.support.jobs import NOW, container, replica, train_spec
@@ -270,7 +270,7 @@ SAME_AS = {
     "golden/replica-services-switched-back-to-all": "golden/all-running",
     "golden/replica-services-invalid-value": "golden/all-running",
 }
-SHARED = {variable for variable, _ in template.SHARED_PARTS}
+SHARED = {variable for variable, _ in mxconfig.SHARED_PARTS}
 
 
 def process_env(children: list[dict[str, Any]], shared: bool = True) -> dict[str, list[list[str]]]:
@@ -407,7 +407,7 @@ def test_config_map_holds_every_job_wide_variable_by_name() -> None:
         },
     }
     # Exactly the job-wide variables: `envFrom` imports every key as a variable.
-    assert tuple(builders.config_map(j)["data"]) == template.JOB_ENV
+    assert tuple(builders.config_map(j)["data"]) == mxconfig.JOB_ENV
 
 
 def _released_pod(key: str, name: str = "mnist-mx-config") -> dict[str, Any]:
@@ -487,7 +487,7 @@ def test_pods_of_both_layouts_each_find_their_keys() -> None:
     """A job with pods of both layouts (hooks of both versions answered it, as during a
     rolling upgrade): the ConfigMap holds both sets of keys."""
     data = builders.config_map(_job_read(BOTH))["data"]
-    assert tuple(data) == (*template.JOB_ENV, "cluster", "labels")
+    assert tuple(data) == (*mxconfig.JOB_ENV, "cluster", "labels")
     assert data["cluster"] == data["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
     assert builders.config_map(_job_read(WHOLE)) == builders.config_map(_job_read(NONE))
 
@@ -499,7 +499,7 @@ def test_user_variables_named_like_ours_are_replaced() -> None:
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
     j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
     env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
-    ours = [template.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
+    ours = [mxconfig.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
     assert [e["name"] for e in env] == [*ours, "KEEP"]
     assert env[-1] == {"name": "KEEP", "value": "1"}
 

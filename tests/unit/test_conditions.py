@@ -1,6 +1,6 @@
 """Condition rules: timestamps kept, updates move to the end, exclusions, finished is final."""
 
-from app import conditions as c
+from app.core import conditions as c
 
 T0, T1 = "2026-11-22T12:00:00Z", "2026-11-22T12:05:00Z"
 

@@ -4,8 +4,8 @@ from typing import Any
 
 import pytest
 
-from app.defaults import SpecError, normalise
-from app.spec import CleanPodPolicy, MXJobSpec, ReplicaType, RestartPolicy
+from app.core.normalise import SpecError, normalise
+from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType, RestartPolicy
 from tests.support.jobs import replica
 
 TEMPLATE = replica()["template"]

@@ -1,8 +1,8 @@
-"""app.digits: a number from text only when it is written in ASCII digits."""
+"""app.core.digits: a number from text only when it is written in ASCII digits."""
 
 import pytest
 
-from app.digits import ascii_int
+from app.core.digits import ascii_int
 
 
 # Like test_pods.py's test_count, whose `count` adds integers and a length bound: each

@@ -1,4 +1,4 @@
-"""The job's Events (app/events.py) and the sync answers that carry them."""
+"""The job's Events (app/integrations/events.py) and the sync answers that carry them."""
 
 import os
 from datetime import datetime, timedelta
@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.envelope import ObjectMeta
-from app.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, expiry_in, story
-from app.reconcile import sync
+from app.core.envelope import ObjectMeta
+from app.core.reconcile import sync
+from app.integrations.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, expiry_in, story
 from tests.support import REPO
 from tests.support.jobs import UID, created, mxjob, request, train_spec
 from tests.support.kustomize import documents

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from app.events import CHILD_TYPE
-from app.reconcile import sync
+from app.core.reconcile import sync
+from app.integrations.events import CHILD_TYPE
 from tests.support import jobs as s
 
 CREATED = {"type": "Created", "status": "True", "reason": "MXJobCreated"}

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from app import conditions
-from app.reconcile import sync
-from app.status import REASON_INVALID
+from app.core import conditions
+from app.core.reconcile import sync
+from app.core.status import REASON_INVALID
 from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from app import names
-from app.gang import SCHEDULER_PLUGINS, VOLCANO
-from app.reconcile import sync
-from app.template import RESERVED_ENV
+from app.core import names
+from app.core.mxconfig import RESERVED_ENV
+from app.core.reconcile import sync
+from app.integrations.gang import SCHEDULER_PLUGINS, VOLCANO
 from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")

@@ -1,10 +1,10 @@
-"""app.kubeenv: a container's environment as the kubelet gives it to the process."""
+"""app.core.kubeenv: a container's environment as the kubelet gives it to the process."""
 
 from typing import Any
 
 import pytest
 
-from app.kubeenv import EnvError, expand, resolve
+from app.core.kubeenv import EnvError, expand, resolve
 
 # The cases of kubelet v1.32's own test of its expansion
 # (third_party/forked/golang/expansion/expand_test.go, doExpansionTest), run here against

@@ -8,10 +8,11 @@ from typing import Any
 import orjson
 import pytest
 
-from app import kueue, web
-from app.reconcile import sync
-from app.settings import Settings
-from app.spec import MXJobSpec
+from app.core.reconcile import sync
+from app.core.spec import MXJobSpec
+from app.integrations import kueue
+from app.service import web
+from app.service.settings import Settings
 from tests.support.jobs import (
     NOW,
     after_first,

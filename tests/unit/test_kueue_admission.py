@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app import kueue
+from app.integrations import kueue
 from tests.support.jobs import (
     container,
     later,

@@ -1,4 +1,4 @@
-"""The Workload-status writer's decisions (app/kueuestatus/decide.py), as Kueue's jobframework
+"""The Workload-status writer's decisions (app/controllers/kueuestatus/decide.py), as Kueue's jobframework
 makes them: PodsReady from the job's pods, and an evicted Workload's reservation cleared once
 its job has stopped (docs/kueue.md)."""
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.kueuestatus import decide
-from app.kueuestatus.watch import Cache, job_key, owned_by_mxjob
+from app.controllers.kueuestatus import decide
+from app.controllers.kueuestatus.watch import Cache, job_key, owned_by_mxjob
 
 NOW = "2026-11-27T09:00:00Z"
 THEN = "2026-11-27T08:00:00Z"

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from tests.support import jobs as s
 
 POLICIES = st.sampled_from(["Always", "OnFailure", "Never", "ExitCode"])

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app import envelope
-from app.render import RenderError, render
+from app.core import envelope
+from app.core.render import RenderError, render
 from tests.support import REPO
 from tests.support import jobs as s
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from app import builders
-from app.names import ANNOTATION_REPLICA_SERVICES, ReplicaServices
-from app.reconcile import sync
-from app.spec import ReplicaType
-from app.validation import validated_spec
+from app.core import builders
+from app.core.names import ANNOTATION_REPLICA_SERVICES, ReplicaServices
+from app.core.reconcile import sync
+from app.core.spec import ReplicaType
+from app.core.validation import validated_spec
 from tests.support import jobs as s
 
 CONFIG_MAPS: dict[str, list[dict[str, Any]]] = {"ConfigMap.v1": []}

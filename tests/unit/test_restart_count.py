@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from tests.support import jobs as s
 
 Life = tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]], int]

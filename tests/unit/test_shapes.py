@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.reconcile import sync
-from app.status import deciders
-from app.validation import validated_spec
+from app.core.reconcile import sync
+from app.core.status import deciders
+from app.core.validation import validated_spec
 from tests.support import FIXTURES, REPO
 from tests.support import jobs as s
 

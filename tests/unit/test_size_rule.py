@@ -1,4 +1,4 @@
-"""The size rule (app/sizerule.py): MX_CONFIG fits a process's environment, a sync fits the
+"""The size rule (app/core/sizerule.py): MX_CONFIG fits a process's environment, a sync fits the
 body limit and the parse budget; the CRD's CEL form agrees with the hook."""
 
 import json
@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 import yaml
 
-from app import builders, envelope, parsecost, sizerule, validation
-from app.defaults import SpecError, normalise
-from app.parsecost import MiB
-from app.reconcile import sync
-from app.settings import Settings
-from app.spec import MXJobSpec
-from app.template import Layout
+from app.core import builders, envelope, parsecost, sizerule, validation
+from app.core.mxconfig import Layout
+from app.core.normalise import SpecError, normalise
+from app.core.parsecost import MiB
+from app.core.reconcile import sync
+from app.core.spec import MXJobSpec
+from app.service.settings import Settings
 from tests.support import jobs as s
 from tests.support.cel_size_rule import rule, sync_rule
 from tests.support.crd_admission import CRD_FILE, cel_errors
@@ -347,7 +347,7 @@ def test_the_estimate_bounds_the_measured_replica(shape: str, measured: int) -> 
     assert sizerule.replica_sync_bytes("a", template(shape)) >= measured
 
 
-# The same replicas' parse_cost (app/parsecost.py), measured by the same test the same day;
+# The same replicas' parse_cost (app/core/parsecost.py), measured by the same test the same day;
 # without the last-applied copies (server-side apply) each is smaller, 61,942 the smallest.
 MEASURED_PARSE_COST = {
     "smallest": 89_513,

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from app.reconcile import sync, sync_result
+from app.core.reconcile import sync, sync_result
 from tests.support import jobs as s
 
 BROKEN = {"mxReplicaSpecs": {"Worker": {"replicas": -1, "template": {}}}}

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.ttlcontroller.expiry import due_at, seconds_left
+from app.controllers.ttl.expiry import due_at, seconds_left
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 DONE = "2026-11-22T12:00:00Z"

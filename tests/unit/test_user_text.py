@@ -1,6 +1,6 @@
 """User text in a job (a tuner-server-key annotation, a legacy `label`, a template's own
 annotations and env) reaches every process and every child exactly as written, in each layout
-of MX_CONFIG: through the kubelet's `$(VAR)` expansion (app/kubeenv.py), `$` and `$(...)`
+of MX_CONFIG: through the kubelet's `$(VAR)` expansion (app/core/kubeenv.py), `$` and `$(...)`
 included."""
 
 import json
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app import envelope, kubeenv, template
-from app.render import INLINE_CHILD_TYPES, render
+from app.core import envelope, kubeenv, mxconfig
+from app.core.render import INLINE_CHILD_TYPES, render
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.golden_cases import released_0_1_0
@@ -77,7 +77,7 @@ def test_children_carry_the_templates_text_untouched(layout: str) -> None:
         if "tunerserver" not in pod["metadata"]["name"]:
             continue
         annotations = pod["metadata"]["annotations"]
-        assert annotations == {template.TUNER_SERVER_KEY: text} | ANNOTATION
+        assert annotations == {mxconfig.TUNER_SERVER_KEY: text} | ANNOTATION
         assert pod["spec"]["containers"][0]["env"][-1] == THEIRS
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.defaults import SpecError
-from app.validation import validated_spec
+from app.core.normalise import SpecError
+from app.core.validation import validated_spec
 from tests.support.jobs import replica, train_spec
 
 Edit = Callable[[dict[str, Any]], None]

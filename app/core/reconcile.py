@@ -1,0 +1,188 @@
+"""The sync hook as a pure function: observed state and `now` in, desired state out."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.core import builders, children, conditions, envelope, observed, status
+from app.core.envelope import ObjectMeta
+from app.core.mxconfig import config_map_name
+from app.core.normalise import SpecError
+from app.core.times import sooner
+from app.core.validation import replica_services, validated_spec
+from app.integrations import events, gang, kueue
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """The answer to one sync request, and what the web layer logs and counts about it."""
+
+    answer: dict[str, Any]
+    namespace: str | None
+    name: str
+    # What the spec asks for in all; 0 when it is invalid.
+    replicas: int
+    invalid_spec: bool
+
+
+def sync(body: Any, now: datetime) -> dict[str, Any]:
+    """The answer to one sync request. Raises envelope.BadRequest for anything that is not
+    one."""
+    return sync_result(body, now).answer
+
+
+def sync_result(body: Any, now: datetime) -> SyncResult:
+    """Answer one sync request, in the order of docs/behaviour.md: read the request and the
+    previous status, check the spec, decide the status from what was observed, then build
+    the children. Raises envelope.BadRequest for anything that is not a sync request."""
+    request = envelope.read_request(body)
+    meta = request.parent.metadata
+    has_children = request.has_pods_or_services()
+    previous = status.read_previous(request.parent.status, has_children)
+    config_map = request.declares(envelope.CONFIG_MAP)
+    pods = observed.read_pods(request.children.get(envelope.POD, {}), meta.name)
+    try:
+        layout = observed.layout(config_map, pods.readers)
+        fresh = observed.layout(config_map, observed.NO_PODS)
+        spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
+        services = replica_services(_extra(meta, "annotations"), spec)
+    except SpecError as err:
+        job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
+        return _result(meta, job_status, children.as_they_are(request), 0, replicas=0)
+    # Valid again: reconciliation carries on from the status the job had before the edit.
+    previous = previous.without(conditions.INVALID_SPEC)
+    owned = observed.owned(pods, lambda: request.observed(envelope.SERVICE), meta.name, spec)
+    job = builders.job_context(
+        meta.name,
+        meta.namespace,
+        spec,
+        gang.declared(request.declares),
+        config_map=config_map,
+        observed=pods.readers,
+        services=services,
+    )
+    kueue_view = _kueue_view(request, job, previous)
+    queue = None
+    if kueue_view is not None:
+        queue = kueue.gate(kueue_view, previous.conditions, request.related, spec)
+    decision = status.decide(meta.name, spec, owned.replicas, previous, now, queue)
+    job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
+    if _first(request, previous):
+        # Staged: Metacontroller writes the status only after every child of the answer, so
+        # the first answer is the status alone; writing it brings the sync that asks for all.
+        return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
+    desired, resync = children.desired(job, owned, decision, now, queue)
+    resync = sooner(resync, _config_map_retry(request, desired, meta.name))
+    if queue is not None and kueue_view is not None and not decision.finished:
+        desired += _workloads(request, job, queue, kueue_view)
+    if request.declares(events.CHILD_TYPE):
+        seen = request.observed(events.CHILD_TYPE)
+        story = events.story(meta, decision.conditions, seen, now)
+        desired += story
+        resync = sooner(resync, events.expiry_in(story, now))
+    return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
+
+
+# How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not
+# its child holds the name: that ConfigMap's removal brings no sync of the job's own.
+CONFIG_MAP_RETRY_SECONDS = 30
+
+
+def _config_map_retry(
+    request: envelope.SyncRequest, desired: list[children.Child], name: str
+) -> int:
+    """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
+    for does not (docs/security.md, "The job's ConfigMap"), else 0."""
+    wanted = config_map_name(name)
+    if not request.children.get(envelope.POD) or any(
+        envelope.name_of(c) == wanted for c in request.observed(envelope.CONFIG_MAP)
+    ):
+        return 0
+    asked = any(c.get("kind") == "ConfigMap" and envelope.name_of(c) == wanted for c in desired)
+    return CONFIG_MAP_RETRY_SECONDS if asked else 0
+
+
+def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
+    """A job's first sync: no condition yet and no child of any type."""
+    return not previous.conditions and not any(request.children.values())
+
+
+def _kueue_view(
+    request: envelope.SyncRequest, job: builders.JobContext, previous: status.Previous
+) -> kueue.JobView | None:
+    """What Kueue's gate reads of this sync: None unless the controller declares Workload
+    children."""
+    if not request.declares(kueue.WORKLOAD_TYPE):
+        return None
+    meta = request.parent.metadata
+    observed_workloads = request.observed(kueue.WORKLOAD_TYPE)
+    where = kueue.queueing(
+        _extra(meta, "labels"), meta.namespace, observed_workloads, request.related
+    )
+    current = []
+    if where.queue is not None or observed_workloads:
+        wanted = children.workload_name(job)
+        current = [w for w in observed_workloads if envelope.name_of(w) == wanted]
+    if observed_workloads and not current:
+        # A Workload named as earlier releases named them still serves if it asks for the
+        # same counts and requests, so an upgrade stops no admitted job.
+        legacy = kueue.legacy_workload_name(meta.name)
+        sets = children.pod_sets(job)
+        current = [
+            w for w in observed_workloads if envelope.name_of(w) == legacy and kueue.covers(w, sets)
+        ]
+    pods = request.observed(envelope.POD)
+    return kueue.JobView(
+        name=meta.name,
+        queue=where.queue,
+        workload=current[0] if current else None,
+        live_pods=any(not (p.get("metadata") or {}).get("deletionTimestamp") for p in pods),
+        finished=previous.finished,
+        suspended=job.spec.runPolicy.suspend,
+        held=where.held,
+        stale=tuple(w for w in observed_workloads if w not in current),
+        active_pods=any(
+            (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed") for p in pods
+        ),
+    )
+
+
+def _workloads(
+    request: envelope.SyncRequest, job: builders.JobContext, queue: kueue.Gate, view: kueue.JobView
+) -> list[children.Child]:
+    """The Workloads the job keeps: the one for its pod sets as they are, if it wants it, and
+    an outgrown one whose pods are stopping (observed ones kept as they are: Workloads are
+    never updated)."""
+    out = []
+    if queue.keep is not None:
+        out.append(children.kept_workload(queue.keep))
+    if queue.wants_workload:
+        meta = request.parent.metadata
+        prio = kueue.priority(_extra(meta, "labels"), job.spec, request.related)
+        built = children.workload(job, view.queue or "", prio)
+        current = view.workload
+        name = (current.get("metadata") or {}).get("name") if current is not None else None
+        # A Workload named as earlier releases named them, kept under its own name.
+        out.append(
+            children.kept_workload(current)
+            if current and name != envelope.name_of(built)
+            else built
+        )
+    return out
+
+
+def _extra(meta: ObjectMeta, key: str) -> Any:
+    """A metadata field the envelope does not type (`labels`, `annotations`), or None."""
+    return meta.model_extra.get(key) if meta.model_extra else None
+
+
+def _result(
+    meta: ObjectMeta,
+    job_status: dict[str, Any],
+    desired: list[children.Child],
+    resync: int,
+    replicas: int,
+) -> SyncResult:
+    answer = {"status": job_status, "children": desired, "resyncAfterSeconds": resync}
+    invalid = status.says_invalid(job_status)
+    return SyncResult(answer, meta.namespace, meta.name, replicas, invalid)

@@ -1,0 +1,1 @@
+"""Guests of the core: Kueue, gang schedulers and Events, each independent of the others."""
