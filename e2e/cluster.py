@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.core import kubeenv
+from app.core.errors import EnvError
 from e2e import images
 from localcluster import apiserver, kubelet
 from localcluster.kubelet import MAIN_CONTAINER
@@ -101,7 +102,7 @@ def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[st
     `render --expand` and the tests). Headless Services give no service variables."""
     try:
         return kubeenv.resolve(container, _ConfigMapsByName(config_maps))
-    except kubeenv.EnvError as err:
+    except EnvError as err:
         raise ClusterError(str(err)) from None
 
 

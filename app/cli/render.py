@@ -4,7 +4,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.core.render import RenderError, render_report
+from app.core.errors import RenderError
+from app.core.render import render_report
 
 
 def run(path: str, namespace: str, expand: bool, child_types: tuple[str, ...]) -> int:

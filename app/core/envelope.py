@@ -4,15 +4,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.core.errors import BadRequest
+
 # (namespace, name) of the job a request is about, as far as it says.
 JobId = tuple[str | None, str | None]
 POD = "Pod.v1"
 SERVICE = "Service.v1"
 CONFIG_MAP = "ConfigMap.v1"
-
-
-class BadRequest(Exception):
-    """Not a sync request at all: answered with a 4xx, and Metacontroller touches nothing."""
 
 
 class _Envelope(BaseModel):

@@ -6,15 +6,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.core.errors import EnvError
+
 _OPERATOR, _OPENER, _CLOSER = ord("$"), ord("("), ord(")")
 # A variable name as kubelet v1.32 takes it (RelaxedEnvironmentVariableValidation): printable
 # ASCII without `=`.
 _ENV_NAME = re.compile(r"[ -<>-~]+")
-
-
-class EnvError(Exception):
-    """The kubelet would not start the container (CreateContainerConfigError), or this
-    module does not model the variable's source."""
 
 
 def expand(value: str, *defined: Mapping[str, str]) -> str:

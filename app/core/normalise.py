@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from app.core.errors import SpecError
 from app.core.spec import BY_LOWERED, ReplicaType
 
 # mxnet-operator v1 put these directly under `spec`; `spec.runPolicy` wins where both are set.
@@ -13,14 +14,6 @@ LEGACY_RUN_POLICY_FIELDS = (
     "suspend",
     "schedulingPolicy",
 )
-
-
-class SpecError(Exception):
-    """The spec breaks a rule; the message names the field and the rule."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
 
 
 def normalise(spec: Any) -> dict[str, Any]:

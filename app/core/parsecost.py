@@ -4,7 +4,7 @@ every sync request of it is well within that budget (app/core/sizerule.py)."""
 
 MiB = 1024 * 1024
 # The budget: the costliest bodies it admits peak within the 512 MiB the hook promises
-# (docs/security.md#limits, measured by tests/http/test_hardening_parse.py).
+# (docs/security.md#limits, measured by tests/http/test_parse_memory.py).
 PARSE_BUDGET = 480 * MiB
 PARSE_COST_PER_CONTAINER = 112
 PARSE_COST_PER_VALUE = 264

@@ -5,9 +5,10 @@ from datetime import datetime
 from typing import Any
 
 from app.core import builders, children, conditions, envelope, observed, status
+from app.core.decide import decide
 from app.core.envelope import ObjectMeta
+from app.core.errors import SpecError
 from app.core.mxconfig import config_map_name
-from app.core.normalise import SpecError
 from app.core.times import sooner
 from app.core.validation import replica_services, validated_spec
 from app.integrations import events, gang, kueue
@@ -26,7 +27,7 @@ class SyncResult:
 
 
 def sync(body: Any, now: datetime) -> dict[str, Any]:
-    """The answer to one sync request. Raises envelope.BadRequest for anything that is not
+    """The answer to one sync request. Raises errors.BadRequest for anything that is not
     one."""
     return sync_result(body, now).answer
 
@@ -34,7 +35,7 @@ def sync(body: Any, now: datetime) -> dict[str, Any]:
 def sync_result(body: Any, now: datetime) -> SyncResult:
     """Answer one sync request, in the order of docs/behaviour.md: read the request and the
     previous status, check the spec, decide the status from what was observed, then build
-    the children. Raises envelope.BadRequest for anything that is not a sync request."""
+    the children. Raises errors.BadRequest for anything that is not a sync request."""
     request = envelope.read_request(body)
     meta = request.parent.metadata
     has_children = request.has_pods_or_services()
@@ -65,7 +66,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     queue = None
     if kueue_view is not None:
         queue = kueue.gate(kueue_view, previous.conditions, request.related, spec)
-    decision = status.decide(meta.name, spec, owned.replicas, previous, now, queue)
+    decision = decide(meta.name, spec, owned.replicas, previous, now, queue)
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so

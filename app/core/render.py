@@ -7,17 +7,14 @@ from typing import Any, TypedDict, Unpack
 import yaml
 
 from app.core import envelope, kubeenv
+from app.core.errors import BadRequest, EnvError, RenderError
+from app.core.reasons import REASON_INVALID
 from app.core.reconcile import sync
-from app.core.status import REASON_INVALID
 
 # What the CompositeController in metacontroller/ declares.
 CHILD_TYPES = (envelope.CONFIG_MAP, envelope.POD, envelope.SERVICE)
 # What one that declares no ConfigMaps does (MX_CONFIG whole in every pod).
 INLINE_CHILD_TYPES = (envelope.POD, envelope.SERVICE)
-
-
-class RenderError(Exception):
-    """The input is not a set of MXJob manifests."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +85,7 @@ def _render_one(
         if not answer["children"]:
             # A new job's first answer is its status alone: the sync its write brings creates.
             answer = sync(request | {"parent": job | {"status": answer["status"]}}, now)
-    except envelope.BadRequest as err:
+    except BadRequest as err:
         raise RenderError(f"document {n + 1}: {err}") from None
     return [job | {"status": answer["status"]}, *answer["children"]]
 
@@ -109,7 +106,7 @@ def _expand_pod(pod: dict[str, Any], config_maps: dict[str, Any]) -> dict[str, A
 def _expand_container(container: dict[str, Any], config_maps: dict[str, Any]) -> dict[str, Any]:
     try:
         env = kubeenv.resolve(container, config_maps)
-    except kubeenv.EnvError as err:
+    except EnvError as err:
         raise RenderError(f"container {container.get('name')}: {err}") from None
     out = {k: v for k, v in container.items() if k != "envFrom"}
     return out | {"env": [{"name": k, "value": v} for k, v in env.items()]}

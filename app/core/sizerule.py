@@ -2,12 +2,12 @@
 start with its MX_CONFIG and every sync request of it, once all of its children exist, fits the
 hook's body limit and parse budget with room to spare."""
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from app.core.copies import Copies, copies, sum_copies
 from app.core.mxconfig import (
     Layout,
     kubelet_literal,
@@ -19,96 +19,59 @@ from app.core.mxconfig import (
     service_port,
     tuner_label,
 )
+from app.core.mxconfigsize import cluster_text_counts, mx_config_bytes
 from app.core.parsecost import PARSE_BUDGET, MiB, cost_of
-from app.core.spec import MXJobSpec, ReplicaSpec, ReplicaType
+from app.core.spec import MXJobSpec, ReplicaType
 
 # The rule's three parts, and where each constant's figure comes from:
 # docs/reliability.md#where-the-size-rules-figures-come-from.
 # 1. MX_CONFIG fits one environment string (Linux's MAX_ARG_STRLEN, with `NAME=` and its NUL).
 MAX_MX_CONFIG = 128 * 1024 - len("MX_CONFIG=") - 1
+
+
 # A round cap under the most replicas any MX_CONFIG that fits can list: the cheap first check.
 MAX_REPLICAS = 4000
+
+
 # 2. The sync request, once every child exists, stays well inside MXJOB_MAX_BODY_BYTES. The
 #    CRD's CEL rule counts it from below with the first three constants
 #    (tests/support/cel_size_rule.py).
 MAX_SYNC_BYTES = 48 * MiB
+
+
 SYNC_BYTES_PER_REPLICA = 9_500
+
+
 SYNC_BYTES_PER_CONTAINER = 2_100
+
+
 SYNC_BYTES_PER_NAME_CHARACTER = 22
+
+
 SYNC_BYTES_PER_PORT = 80
+
+
 # 3. Parsing that request stays well inside the hook's parse budget (app/core/parsecost.py): its
 #    `{`/`[` and `,` per replica, per further container and per port, measured and rounded up.
 MAX_SYNC_PARSE_COST = PARSE_BUDGET * 7 // 8
+
+
 SYNC_BRACKETS_PER_REPLICA = 240
+
+
 SYNC_COMMAS_PER_REPLICA = 320
+
+
 SYNC_BRACKETS_PER_CONTAINER = 64
+
+
 SYNC_COMMAS_PER_CONTAINER = 64
+
+
 SYNC_BRACKETS_PER_PORT = 3
+
+
 SYNC_COMMAS_PER_PORT = 4
-# managedFields (fieldsV1) of a template: per field `"f:<key>":{},` besides the key's JSON,
-# 7 more (`".":{},`) where the field is an object; per entry of a keyed list
-# `"k:<key fields' JSON>":{".":{},...},` besides that JSON string.
-FIELD_BYTES = 6
-OBJECT_FIELD_BYTES = 7
-ENTRY_BYTES = 11
-# The fields that key the entries of a pod spec's keyed lists (containers, env, ports, volumes,
-# ...): one union for every list, which only over-counts.
-_KEY_FIELDS = frozenset(
-    {"name", "containerPort", "port", "protocol", "mountPath", "devicePath", "ip",
-     "topologyKey", "whenUnsatisfiable"}
-)  # fmt: skip
-# Go's encoding/json escapes these in strings; Python's json module writes them as they are.
-_GO_ESCAPES = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
-# Compact JSON as Go writes it, less the escapes above: `json.dumps(value, separators=(",", ":"))`
-# without making an encoder on every call.
-_GO_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-
-
-def mx_config_bytes(name: str, spec: MXJobSpec) -> int:
-    """The length of the longest MX_CONFIG the job's processes read, worked out from the
-    counts alone (a job of any size costs the same): what `app.core.mxconfig.shared_parts` and
-    `mx_config_around_index` write, character for character."""
-    cluster = 1 + max(len(spec.mxReplicaSpecs) - 1, 0)  # its `{`, and commas between types
-    task = 0
-    for rtype, replica in spec.mxReplicaSpecs.items():
-        n, kind = replica.replicas, rtype.lowered
-        cluster += _cluster_length(name, rtype, replica)
-        if n:
-            task = max(task, len(f'"task":{{"index":,"type":"{kind}"}}}}') + len(str(n - 1)))
-    labels = labels_text(spec)
-    return len('{"cluster":}') + cluster + len(',"labels":,') + len(labels) + task
-
-
-def cluster_text_counts(name: str, spec: MXJobSpec) -> tuple[int, int, int, int]:
-    """MX_CONFIG's `cluster` map as (characters, `"`, `{`/`[`, `,`), from the counts alone
-    as `mx_config_bytes` works it out: no name or port needs escaping in JSON or for the
-    kubelet."""
-    between = max(len(spec.mxReplicaSpecs) - 1, 0)  # commas between types
-    length, quotes, brackets, commas = 2 + between, 0, 1, between
-    for rtype, replica in spec.mxReplicaSpecs.items():
-        n = replica.replicas
-        length += _cluster_length(name, rtype, replica)
-        quotes += 2 + 6 * n
-        brackets += 1 + n
-        commas += n + max(n - 1, 0)
-    return length, quotes, brackets, commas
-
-
-def _cluster_length(name: str, rtype: ReplicaType, replica: ReplicaSpec) -> int:
-    """The characters of one replica type's `"<type>":[...]` in MX_CONFIG's `cluster`."""
-    n, kind = replica.replicas, rtype.lowered
-    entry = len('{"port":,"url":"--"}') + len(str(main_port(replica))) + len(name) + len(kind)
-    return len(f'"{kind}":[]') + n * entry + _digits(n) + max(n - 1, 0)
-
-
-def _digits(n: int) -> int:
-    """How many digits the indices 0 to n-1 have in all."""
-    total, low = 0, 0
-    for width in range(1, len(str(n)) + 1):
-        high = 10**width
-        total += width * max(min(n, high) - low, 0)
-        low = high
-    return total
 
 
 # What a refusal under the inline layout adds: its requests grow with the square of the job.
@@ -158,7 +121,7 @@ def sync_request_bytes(
 ) -> int:
     """An upper estimate of a sync request's bytes once every child exists in `layout`, given
     `mx_config_bytes` if it is known: per replica, a measured constant and its template's
-    copies (`_copies`); how and against what (docs/reliability.md#the-size-rules-estimates)."""
+    copies (`copies`); how and against what (docs/reliability.md#the-size-rules-estimates)."""
     if mx_config is None:
         mx_config = mx_config_bytes(job_name, spec)
     layouts = _layout_copies(job_name, spec, layout)
@@ -196,12 +159,9 @@ def sync_request_parse_cost(
     return total
 
 
-Copies = tuple[int, int, int]
-
-
 @dataclass(frozen=True)
 class _LayoutCopies:
-    """What a layout adds to the ConfigMap layout's estimate, as `_copies` counts: the
+    """What a layout adds to the ConfigMap layout's estimate, as `copies` counts: the
     ConfigMap's part, and each container's by replica type."""
 
     config_map: Copies
@@ -215,7 +175,7 @@ _LAYOUTS: dict[tuple[Any, ...], _LayoutCopies] = {}
 
 def _layout_copies(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCopies:
     """The env a container of `layout` carries beyond the ConfigMap layout's, in the pod and
-    Metacontroller's copies (`_copies`), from above, and what the ConfigMap adds; remembered
+    Metacontroller's copies (`copies`), from above, and what the ConfigMap adds; remembered
     (docs/reliability.md#the-size-rules-estimates)."""
     if layout is Layout.CONFIG_MAP:
         return _LayoutCopies((0, 0, 0), dict.fromkeys(spec.mxReplicaSpecs, (0, 0, 0)))
@@ -235,7 +195,7 @@ def _layout_copies(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCop
 
 
 def _layout_walked(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCopies:
-    own = _copies(list(own_env(job_name, spec, layout is Layout.RELEASE_0_1_0)))
+    own = copies(list(own_env(job_name, spec, layout is Layout.RELEASE_0_1_0)))
     cluster = cluster_text_counts(job_name, spec)
     labels = kubelet_literal(labels_text(spec))
     texts = {
@@ -244,28 +204,20 @@ def _layout_walked(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCop
     }
     if layout is Layout.RELEASE_0_1_0:
         longest = max(texts.values(), default=(0, 0, 0))
-        return _LayoutCopies(_sum(longest, longest), dict.fromkeys(texts, own))
-    return _LayoutCopies((0, 0, 0), {rtype: _sum(own, text) for rtype, text in texts.items()})
+        return _LayoutCopies(sum_copies(longest, longest), dict.fromkeys(texts, own))
+    return _LayoutCopies((0, 0, 0), {rtype: sum_copies(own, text) for rtype, text in texts.items()})
 
 
 def _mx_config_copies(
     cluster: tuple[int, int, int, int], labels: str, rtype: ReplicaType, replicas: int
 ) -> Copies:
-    """`_copies` of the longest MX_CONFIG text of a pod of `rtype` in the inline layout: its
+    """`copies` of the longest MX_CONFIG text of a pod of `rtype` in the inline layout: its
     `cluster` from the counts (in the pod's JSON and its last-applied copy a letter costs 2
     bytes, a `"` 6), the rest written out."""
     length, quotes, brackets, commas = cluster
     before, after = mx_config_around_index("", labels, rtype.lowered)
     rest = before + str(max(replicas - 1, 0)) + after
-    return _sum(_copies(rest), (2 * length + 4 * quotes, 2 * brackets, 2 * commas))
-
-
-def _sum(*copies: Copies) -> Copies:
-    return (
-        sum(c[0] for c in copies),
-        sum(c[1] for c in copies),
-        sum(c[2] for c in copies),
-    )
+    return sum_copies(copies(rest), (2 * length + 4 * quotes, 2 * brackets, 2 * commas))
 
 
 def _containers(template: dict[str, Any]) -> int:
@@ -277,7 +229,11 @@ def _containers(template: dict[str, Any]) -> int:
 # dict, not functools.lru_cache: the key is made from the arguments (a template is not hashable)
 # and one over _ESTIMATES_KEY_MOST bytes is not kept. A hit is what the walk returns: pure.
 _ESTIMATES: dict[tuple[int, bytes], tuple[int, int]] = {}
+
+
 _ESTIMATES_MOST = 128
+
+
 _ESTIMATES_KEY_MOST = 64 * 1024
 
 
@@ -303,8 +259,8 @@ def _estimates(job_name: str, template: dict[str, Any]) -> tuple[int, int]:
     containers = len(pod_spec.get("containers") or []) + len(pod_spec.get("initContainers") or [])
     further = max(containers - 1, 0)
     ports = main_container(template).get("ports") or []
-    size, brackets, commas = _copies(template)
-    service = _copies({"ports": [service_port(p) for p in ports]})
+    size, brackets, commas = copies(template)
+    service = copies({"ports": [service_port(p) for p in ports]})
     sync_bytes = (
         SYNC_BYTES_PER_REPLICA
         + SYNC_BYTES_PER_CONTAINER * further
@@ -339,61 +295,3 @@ def replica_sync_bytes(job_name: str, template: dict[str, Any]) -> int:
 def replica_parse_cost(job_name: str, template: dict[str, Any]) -> int:
     """The parse-cost estimate for one replica of `template` (see `sync_request_parse_cost`)."""
     return _estimates(job_name, template)[1]
-
-
-def _copies(value: Any) -> tuple[int, int, int]:
-    """`value` in a child and in Metacontroller's copies of it, as (bytes, `{`/`[`, `,`): its
-    JSON as Go writes it, that JSON as a last-applied annotation's string, and its
-    managedFields (`_fields`; docs/reliability.md#the-size-rules-estimates)."""
-    text = _go_json(value)
-    size, brackets, commas = _fields(value)
-    return (
-        2 * len(text.encode()) + text.count('"') + text.count("\\") + size,
-        2 * (text.count("{") + text.count("[")) + brackets,
-        2 * text.count(",") + commas,
-    )
-
-
-def _go_json(value: Any) -> str:
-    """`value`'s compact JSON as Go's encoding/json writes it."""
-    return _GO_COMPACT.encode(value).translate(_GO_ESCAPES)
-
-
-def _fields(value: Any) -> tuple[int, int, int]:
-    """A managedFields entry's fieldsV1 for `value`, from above, as (bytes, `{`/`[`, `,`): an
-    entry per key of every object and per object of a keyed list; scalars and atomic lists add
-    nothing (docs/reliability.md#the-size-rules-estimates)."""
-    size = brackets = commas = 0
-    if isinstance(value, dict):
-        for key, item in value.items():
-            text = str(key)
-            inner = _fields(item)
-            opens = isinstance(item, dict) or (isinstance(item, list) and _has_objects(item))
-            size += (
-                len(_go_json(key).encode())
-                + FIELD_BYTES
-                + (OBJECT_FIELD_BYTES if isinstance(item, dict) else 0)
-                + inner[0]
-            )
-            brackets += 1 + text.count("{") + text.count("[") + opens + inner[1]
-            commas += 1 + text.count(",") + opens + inner[2]
-    elif isinstance(value, list):
-        for entry in value:
-            if not isinstance(entry, dict):
-                continue
-            key = _go_json(
-                {
-                    k: v
-                    for k, v in entry.items()
-                    if k in _KEY_FIELDS and not isinstance(v, dict | list)
-                }
-            )
-            inner = _fields(entry)
-            size += len(_go_json("k:" + key).encode()) + ENTRY_BYTES + OBJECT_FIELD_BYTES + inner[0]
-            brackets += 2 + key.count("{") + key.count("[") + inner[1]
-            commas += 2 + key.count(",") + inner[2]
-    return size, brackets, commas
-
-
-def _has_objects(items: list[Any]) -> bool:
-    return any(isinstance(item, dict) for item in items)

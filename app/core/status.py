@@ -1,5 +1,5 @@
-"""The job's status: the previous one read once, this sync's decision about the job, and the
-whole status assembled from them, for a valid spec and for an invalid one."""
+"""The job's status: the previous one read once, and the whole status assembled from this sync's
+decision, for a valid spec and for an invalid one."""
 
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -8,24 +8,10 @@ from typing import Any
 from app.core import conditions as c
 from app.core.conditions import Condition
 from app.core.decision import Decision
-from app.core.pods import Attempt, describe_exit
-from app.core.replicas import Replica, Verdict
-from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType
-from app.core.times import format_time, parse_time, seconds_until
-from app.integrations.kueue import Gate
-
-REASON_CREATED = "MXJobCreated"
-REASON_RUNNING = "MXJobRunning"
-REASON_RESTARTING = "MXJobRestarting"
-REASON_SUSPENDED = "MXJobSuspended"
-REASON_RESUMED = "MXJobResumed"
-REASON_SUCCEEDED = "MXJobSucceeded"
-REASON_FAILED = "MXJobFailed"
-REASON_DEADLINE = "DeadlineExceeded"
-REASON_BACKOFF = "BackoffLimitExceeded"
-REASON_INVALID = "MXJobInvalidSpec"
-# Reasons that stop a job against its will: its running pods go, whatever cleanPodPolicy says.
-REASONS_STOPPED = (REASON_DEADLINE, REASON_BACKOFF)
+from app.core.reasons import REASON_INVALID
+from app.core.replicas import Replica
+from app.core.spec import MXJobSpec, ReplicaType
+from app.core.times import format_time, parse_time
 
 Counts = dict[str, dict[str, int]]
 
@@ -64,148 +50,6 @@ def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous
     return Previous(
         conds, start_time, status.get("replicaStatuses"), c.finished(conds), restart_count
     )
-
-
-def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
-    """The replica types whose state makes the job Running or Succeeded."""
-    if spec.jobMode == "MXTune":
-        return (ReplicaType.TUNER,)
-    if spec.replicas(ReplicaType.SCHEDULER) > 0:
-        return (ReplicaType.SCHEDULER,)
-    return (ReplicaType.WORKER,)
-
-
-def decide(
-    name: str,
-    spec: MXJobSpec,
-    replicas: list[Replica],
-    previous: Previous,
-    now: datetime,
-    queue: Gate | None = None,
-) -> Decision:
-    """Conditions, start time and resync delay for a valid job; `queue`: Kueue's say, if it
-    has one."""
-    if previous.finished:
-        # A finished job keeps the count it finished with, after clean-up too.
-        recorded = previous.restart_count
-        restarts = sum(r.restarts for r in replicas) if recorded is None else recorded
-        return _finished(spec, previous.conditions, previous.start_time, 0, restarts, False)
-    at = format_time(now)
-    conds = previous.conditions
-    conds = c.set_condition(
-        conds, c.CREATED, "True", REASON_CREATED, f"MXJob {name} is created.", at
-    )
-    if spec.runPolicy.suspend:
-        return Decision(_suspend(name, conds, at), None, 0, 0)
-    if queue is not None and queue.condition is not None:
-        conds = c.set_condition(conds, c.QUEUED, *queue.condition, at, new_message=True)
-    if queue is not None and queue.wait:
-        # Like suspend: no pods, a Running job is no longer, and no start time until admitted.
-        _, reason, message = queue.condition or ("", "", "")
-        if c.is_true(conds, c.RUNNING) or c.is_true(conds, c.RESTARTING):
-            conds = c.set_condition(conds, c.RUNNING, "False", reason, message, at)
-        return Decision(conds, None, 0, 0)
-    if c.is_true(conds, c.SUSPENDED):
-        resumed = f"MXJob {name} is resumed."
-        conds = c.set_condition(conds, c.SUSPENDED, "False", REASON_RESUMED, resumed, at)
-    start = previous.start_time or at
-    restarts = sum(r.restarts for r in replicas)
-    failure = _failure(name, spec, replicas, restarts, start, now)
-    if failure:
-        conds = c.set_condition(conds, c.FAILED, "True", *failure, at)
-        return _finished(spec, conds, start, 0, restarts, True)
-    conds = _progress(name, spec, replicas, conds, at)
-    resync = _deadline_in(spec, start, now)
-    if c.finished(conds):
-        return _finished(spec, conds, start, resync, restarts, True)
-    return Decision(conds, start, resync, restarts)
-
-
-def _finished(
-    spec: MXJobSpec,
-    conds: list[Condition],
-    start: str | None,
-    resync: int,
-    restarts: int,
-    finishing: bool,
-) -> Decision:
-    """The decision about a finished job: what goes of its pods, and when it finished."""
-    cleanup = spec.runPolicy.cleanPodPolicy
-    failed = c.find(conds, c.FAILED)
-    if failed and failed.get("reason") in REASONS_STOPPED and cleanup is CleanPodPolicy.NONE:
-        cleanup = CleanPodPolicy.RUNNING
-    completed = completion_time(conds)
-    return Decision(conds, start, resync, restarts, True, finishing, completed, cleanup)
-
-
-def _suspend(name: str, conds: list[Condition], at: str) -> list[Condition]:
-    message = f"MXJob {name} is suspended."
-    # Running False also ends a Restarting one (they exclude each other): no pod is replaced.
-    if c.find(conds, c.RUNNING) or c.is_true(conds, c.RESTARTING):
-        conds = c.set_condition(conds, c.RUNNING, "False", REASON_SUSPENDED, message, at)
-    return c.set_condition(conds, c.SUSPENDED, "True", REASON_SUSPENDED, message, at)
-
-
-def _failure(
-    name: str, spec: MXJobSpec, replicas: list[Replica], restarts: int, start: str, now: datetime
-) -> tuple[str, str] | None:
-    """(reason, message) when the job has failed, else None; `restarts`: the job's restarts."""
-    for replica in replicas:
-        if replica.verdict is Verdict.PERMANENT:
-            assert replica.current is not None
-            because = _exited(replica, replica.current)
-            return REASON_FAILED, f"MXJob {name} has failed because {because}."
-    limit = spec.runPolicy.backoffLimit
-    if limit is not None and restarts > limit:
-        return REASON_BACKOFF, (
-            f"MXJob {name} has failed because it has reached the specified backoff limit: "
-            f"{restarts} restarts > backoffLimit {limit}."
-        )
-    deadline = spec.runPolicy.activeDeadlineSeconds
-    if deadline is not None and _deadline_in(spec, start, now) == 0:
-        return REASON_DEADLINE, (
-            f"MXJob {name} has failed because it was active longer than its "
-            f"activeDeadlineSeconds ({deadline}s)."
-        )
-    return None
-
-
-def _exited(replica: Replica, failed: Attempt) -> str:
-    """How the failed attempt of `replica` ended, for a condition's message."""
-    what = f"{replica.rtype.value} replica {replica.index} (pod {failed.name})"
-    policy = replica.policy.value
-    if failed.reason and failed.exit_code is None:
-        return f"{what} failed: {failed.reason} (restartPolicy {policy})"
-    return f"{what} failed with {describe_exit(failed.exit_code)} (restartPolicy {policy})"
-
-
-def _deadline_in(spec: MXJobSpec, start: str, now: datetime) -> int:
-    """Seconds until activeDeadlineSeconds runs out (0 once it has); 0 without a deadline."""
-    deadline = spec.runPolicy.activeDeadlineSeconds
-    started = parse_time(start)
-    if deadline is None or started is None:
-        return 0
-    return seconds_until(started, deadline, now)
-
-
-def _progress(
-    name: str, spec: MXJobSpec, replicas: list[Replica], conds: list[Condition], at: str
-) -> list[Condition]:
-    decide_by = deciders(spec)
-    mine = [r for r in replicas if r.rtype in decide_by]
-    if mine and all(r.verdict is Verdict.SUCCEEDED for r in mine):
-        message = f"MXJob {name} successfully completed."
-        return c.set_condition(conds, c.SUCCEEDED, "True", REASON_SUCCEEDED, message, at)
-    for replica in replicas:
-        if replica.restarting:
-            failed = replica.last_failed
-            assert failed is not None
-            message = f"MXJob {name} is restarting because {_exited(replica, failed)}."
-            return c.set_condition(conds, c.RESTARTING, "True", REASON_RESTARTING, message, at)
-    if mine and all(r.verdict is Verdict.RUNNING for r in mine):
-        message = f"MXJob {name} is running."
-        return c.set_condition(conds, c.RUNNING, "True", REASON_RUNNING, message, at)
-    return conds
 
 
 def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> Counts:

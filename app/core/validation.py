@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.core.errors import SpecError
 from app.core.mxconfig import Layout
 from app.core.names import (
     ANNOTATION_REPLICA_SERVICES,
@@ -14,7 +15,7 @@ from app.core.names import (
     ReplicaServices,
     child_name,
 )
-from app.core.normalise import LEGACY_RUN_POLICY_FIELDS, SpecError, normalise
+from app.core.normalise import LEGACY_RUN_POLICY_FIELDS, normalise
 from app.core.sizerule import MAX_REPLICAS, size_problems
 from app.core.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
 

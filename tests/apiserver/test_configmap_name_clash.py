@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.core import kubeenv, mxconfig
+from app.core.errors import EnvError
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import FIXTURES
@@ -75,7 +76,7 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
     pods = [c for key, c in job.children().items() if key.startswith("Pod/")]
     missing = f"couldn't find key {mxconfig.REQUIRED_KEY} in ConfigMap {name}"
     for _, container in _containers(pods):
-        with pytest.raises(kubeenv.EnvError, match=missing):
+        with pytest.raises(EnvError, match=missing):
             kubeenv.resolve(container, {name: theirs})
 
     # The user renames theirs (a copy under another name, the original deleted): the next

@@ -21,8 +21,8 @@ import pytest
 
 from app.core import parsecost, sizerule, validation
 from app.core.children import LAST_APPLIED
+from app.core.errors import SpecError
 from app.core.mxconfig import Layout
-from app.core.normalise import SpecError
 from app.core.parsecost import MiB
 from app.core.reconcile import sync
 from app.service.settings import Settings
@@ -45,7 +45,7 @@ from tests.support.worst_case import create_parent, observed_everything, sample_
 PEAK_RSS_MIB = 512
 
 
-# The largest admitted job of each shape (tests/support/size_shapes.py; tests/unit/test_size_rule.py checks
+# The largest admitted job of each shape (tests/support/size_shapes.py; tests/unit/core/test_size_rule.py checks
 # each is the largest), but those whose request is smaller than another's of the same kind.
 SMALLER = {"five-letter-name", "longest-name", "tune-job", "one-letter-name-port-1"}
 WORST = [

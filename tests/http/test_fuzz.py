@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from app.core import conditions, names, pods
 from app.core.envelope import CONFIG_MAP
-from app.core.normalise import SpecError
+from app.core.errors import SpecError
 from app.core.reconcile import sync
 from app.core.validation import validated_spec
 from app.integrations.gang import VOLCANO

@@ -6,7 +6,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from app.core.normalise import SpecError
+from app.core.errors import SpecError
 from app.core.validation import validated_spec
 from tests.support.crd_admission import CRD_FILE, admission_errors, rules
 from tests.support.crd_cases import INVALID, VALID

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from app.core.normalise import SpecError, normalise
+from app.core.errors import SpecError
+from app.core.normalise import normalise
 from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType, RestartPolicy
 from tests.support.jobs import replica
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from app.core import parsecost
-from app.service import web
+from app.service import admission, errors, replies, web
 from app.service.jsonlog import CURRENT_JOB, JsonFormatter
 from app.service.settings import Settings
 from tests.support import jobs as s
@@ -139,8 +139,8 @@ def test_a_body_too_short_to_reach_the_parse_budget_is_not_counted() -> None:
     most_per_byte = max(parsecost.PARSE_COST_PER_CONTAINER, parsecost.PARSE_COST_PER_VALUE) + 1
     longest = parsecost.PARSE_BUDGET // most_per_byte
     assert parsecost.parse_cost(b"," * longest) <= parsecost.PARSE_BUDGET
-    with pytest.raises(web.Refused, match="parse budget"):
-        web.check_parse_cost(b"," * (longest + 1))
+    with pytest.raises(errors.Refused, match="parse budget"):
+        replies.check_parse_cost(b"," * (longest + 1))
 
 
 @pytest.fixture
@@ -286,4 +286,4 @@ def test_only_small_jobs_are_answered_on_the_event_loop(spec: Any, inline: bool)
     body = s.request(s.mxjob(spec) if spec is not None else s.mxjob(s.train_spec()))
     if spec is None:
         del body["parent"]["spec"]
-    assert web._few_replicas(body) is inline
+    assert admission._few_replicas(body) is inline

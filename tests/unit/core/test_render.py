@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from app.core import envelope
-from app.core.render import RenderError, render
+from app.core.errors import RenderError
+from app.core.render import render
 from tests.support import REPO
 from tests.support import jobs as s
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.core.normalise import SpecError
+from app.core.errors import SpecError
 from app.core.validation import validated_spec
 from tests.support.jobs import replica, train_spec
 

@@ -19,15 +19,15 @@ import orjson
 import pytest
 
 from app.core.reconcile import sync_result
-from app.service import metrics, web
+from app.service import metrics, pieces, replies, web
 from app.service.jsonlog import JsonFormatter
 from app.service.settings import Settings
 from tests.support import jobs as s
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
-# Small, but a job of more than web.INLINE_REPLICAS replicas: answered in the worker thread.
+# Small, but a job of more than admission.INLINE_REPLICAS replicas: answered in the worker thread.
 THREADED = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec(4, 20)))))
-# A body between web.INLINE_BODY and web.LARGE_BODY: counted against the byte budget.
+# A body between admission.INLINE_BODY and admission.LARGE_BODY: counted against the byte budget.
 MEDIUM = orjson.dumps(
     s.after_first(s.request(s.mxjob(s.train_spec()))) | {"padding": "x" * 200_000}
 )
@@ -211,13 +211,13 @@ def test_bodies_over_the_byte_budget_get_429_until_bytes_are_released() -> None:
     log = _run_with(app, [(0, first), (0.05, second), (0.05, small)], release, [third])
     assert second.status == 429
     assert (second.headers["retry-after"], second.headers["connection"]) == ("1", "close")
-    assert small.status == 200  # at most web.INLINE_BODY bytes: never waits for the budget
+    assert small.status == 200  # at most admission.INLINE_BODY bytes: never waits for the budget
     assert (first.status, third.status) == (200, 200)
     assert log.index("second 429") < log.index("first 200") < log.index("third sent")
 
 
 def test_no_sync_starts_while_an_unread_answer_overdraws_the_budget() -> None:
-    """An answer over web.INLINE_BODY counts against the budget until the client took it;
+    """An answer over admission.INLINE_BODY counts against the budget until the client took it;
     while answers overdraw it, the next sync waits, so that at most one answer is ever
     beyond the budget however many clients do not read."""
     reader = Gate()
@@ -303,7 +303,7 @@ def test_a_client_that_left_gets_no_work_a_count_and_no_traceback(
     steps: list[Step], json_log: io.StringIO, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[Any] = []
-    monkeypatch.setattr(web, "sync_result", lambda *args: synced.append(args))
+    monkeypatch.setattr(replies, "sync_result", lambda *args: synced.append(args))
     before = _count("client_gone")
     _run(_app(), [(0, post("leaving", *steps))])
     assert synced == []
@@ -332,7 +332,7 @@ def test_a_bug_in_the_core_is_a_500_not_a_4xx(
     def broken(*args: Any) -> Any:
         raise bug
 
-    monkeypatch.setattr(web, "sync_result", broken)
+    monkeypatch.setattr(replies, "sync_result", broken)
     before = _count("error")
     call = post("buggy", body)
     _run(_app(), [(0, call)])
@@ -344,7 +344,7 @@ def test_a_bug_in_the_core_is_a_500_not_a_4xx(
     assert type(bug).__name__ in line["exception"]
 
 
-# A request for a job of 200 workers: its answer is over web.PIECE, sent in several pieces.
+# A request for a job of 200 workers: its answer is over pieces.PIECE, sent in several pieces.
 TWO_PIECES = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec(1, 200)))))
 
 
@@ -363,7 +363,7 @@ def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
             call.left = True
             return result
 
-        monkeypatch.setattr(web, "sync_result", leave_meanwhile)
+        monkeypatch.setattr(replies, "sync_result", leave_meanwhile)
     else:
         call.leave_after = 1
     before = {outcome: _count(outcome) for outcome in ("ok", "client_gone")}
@@ -371,7 +371,7 @@ def test_a_client_that_leaves_before_its_whole_answer_is_counted_gone_not_ok(
     assert _count("client_gone") - before["client_gone"] == 1
     assert _count("ok") == before["ok"]
     answer = orjson.dumps(s.created(s.request(s.mxjob(s.train_spec(1, 200)))))
-    assert len(answer) > 2 * web.PIECE
+    assert len(answer) > 2 * pieces.PIECE
     assert len(call.body) < len(answer)
     if when == "during-its-sync":
         assert call.status is None  # nothing sent
@@ -402,7 +402,7 @@ class Marker:
     """Put into a parsed request, to see with a weak reference whether it is still alive."""
 
 
-# Over web.INLINE_BODY, so parsed and answered in the worker thread: 2 MiB, 20,000 objects.
+# Over admission.INLINE_BODY, so parsed and answered in the worker thread: 2 MiB, 20,000 objects.
 PADDED = s.after_first(s.request(s.mxjob(s.train_spec()))) | {
     "padding": [{"k": "x" * 100}] * 20_000
 }
@@ -424,7 +424,7 @@ def test_an_error_answer_keeps_neither_the_body_nor_the_parsed_request(
     body = orjson.dumps(PADDED | {"parent": PADDED["parent"] | {"kind": kind}})
     assert len(body) > 2 * 1024 * 1024
     markers: list[weakref.ref[Marker]] = []
-    parse = web._parse
+    parse = replies.parse
 
     def marked(raw: bytearray) -> Any:
         parsed = parse(raw)
@@ -433,13 +433,13 @@ def test_an_error_answer_keeps_neither_the_body_nor_the_parsed_request(
         parsed["marker"] = marker
         return parsed
 
-    monkeypatch.setattr(web, "_parse", marked)
+    monkeypatch.setattr(replies, "parse", marked)
     if bug is not None:
 
         def broken(*args: Any) -> Any:
             raise bug("unhashable type: 'list'")  # a new one: a kept one would keep its frames
 
-        monkeypatch.setattr(web, "sync_result", broken)
+        monkeypatch.setattr(replies, "sync_result", broken)
     app = _app()
     _run(app, [(0, post("warm-up", NEW_JOB))])  # the loop's and the thread's first costs
     call = post("large", body)

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import builders, envelope, parsecost, sizerule, validation
+from app.core import builders, envelope, mxconfigsize, parsecost, sizerule, validation
+from app.core.errors import SpecError
 from app.core.mxconfig import Layout
-from app.core.normalise import SpecError, normalise
+from app.core.normalise import normalise
 from app.core.parsecost import MiB
 from app.core.reconcile import sync
 from app.core.spec import MXJobSpec
@@ -221,7 +222,7 @@ def test_mx_config_bytes_is_the_longest_mx_config(name: str, make: MakeSpec, mos
             for t, replica in spec.mxReplicaSpecs.items()
             for i in range(replica.replicas)
         )
-        assert sizerule.mx_config_bytes(name, spec) == longest
+        assert mxconfigsize.mx_config_bytes(name, spec) == longest
 
 
 def test_linux_takes_the_longest_mx_config_and_not_a_byte_more() -> None:
@@ -241,7 +242,7 @@ def test_two_replicas_over_the_cap_nothing_fits() -> None:
             port = {"name": "mxjob-port", "containerPort": 1}
             replica["template"]["spec"]["containers"][0]["ports"] = [port]
         typed = MXJobSpec.model_validate(normalise(spec))
-        return sizerule.mx_config_bytes("a", typed) <= sizerule.MAX_MX_CONFIG
+        return mxconfigsize.mx_config_bytes("a", typed) <= sizerule.MAX_MX_CONFIG
 
     cap = sizerule.MAX_REPLICAS
     assert [fits(n) for n in (cap, cap + 1, cap + 2)] == [True, True, False]
@@ -293,7 +294,7 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
     beyond = next(
         n
         for n in range(most + 1, most + 20)
-        if sizerule.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
+        if mxconfigsize.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
         > sizerule.MAX_MX_CONFIG + CEL_SLACK
     )
     assert _cel_refuses(name, make(beyond))

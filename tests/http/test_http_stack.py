@@ -103,7 +103,7 @@ def test_a_request_head_is_bounded_at_16_kib(
     hook: Server, stack: str, head: bytes, piece: int | None, status: int
 ) -> None:
     """The hook's own bound, on httptools. (h11 bounds only an incomplete head: one of 17 KiB
-    that arrives whole is read; tests/http/test_hardening_connections.py holds what they share.)"""
+    that arrives whole is read; tests/http/test_hostile_clients.py holds what they share.)"""
     if stack == "h11" and status == 400:
         pytest.skip("h11 reads a head of any size that arrives whole")
     with hook.connect() as sock, sock.makefile("rb") as answers:

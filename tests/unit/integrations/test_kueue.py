@@ -11,7 +11,7 @@ import pytest
 from app.core.reconcile import sync
 from app.core.spec import MXJobSpec
 from app.integrations import kueue
-from app.service import web
+from app.service import admission, web
 from app.service.settings import Settings
 from tests.support.jobs import (
     NOW,
@@ -614,7 +614,7 @@ def test_a_large_customize_request_is_answered() -> None:
         "annotations": {f"a{i}": "x" * 100 for i in range(1000)}
     }
     body = orjson.dumps({"controller": {}, "parent": mxjob(spec)})
-    assert len(body) > web.INLINE_BODY
+    assert len(body) > admission.INLINE_BODY
     with asgi_client(web.create_app(Settings())) as client:
         reply = client.post("/customize", content=body)
     assert reply.status_code == 200

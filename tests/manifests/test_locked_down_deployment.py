@@ -145,7 +145,7 @@ def test_only_metacontroller_namespace_may_connect(overlay: str) -> None:
 
 
 def test_shutdown_grace_outlasts_a_sync(overlay: str) -> None:
-    """SIGTERM lets the sync in flight finish (tests/http/test_hardening_server.py); Kubernetes
+    """SIGTERM lets the sync in flight finish (tests/http/test_server_lifecycle.py); Kubernetes
     must wait at least as long as Metacontroller waits for an answer."""
     grace = _pod(overlay)["spec"].get("terminationGracePeriodSeconds", 30)
     controller = the(overlay, "CompositeController", "composite-controller")

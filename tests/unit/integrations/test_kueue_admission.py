@@ -18,7 +18,7 @@ from tests.support.jobs import (
     services_of,
     train_spec,
 )
-from tests.unit.test_kueue import (
+from tests.unit.integrations.test_kueue import (
     ADMITTED,
     FLAVORS,
     PENDING,

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from app.core import builders, kubeenv, mxconfig, observed
+from app.core.errors import EnvError
 from app.core.reconcile import sync
 from app.core.render import render
 from app.core.spec import ReplicaType
@@ -368,7 +369,7 @@ def test_a_foreign_configmap_of_the_jobs_name_holds_every_container_back(
     containers = builders.pod(j, W, 1, 0, 0)["spec"]["containers"]
     assert len(containers) == 2
     for each in containers:
-        with pytest.raises(kubeenv.EnvError, match="couldn't find key MX_CONFIG_LABELS in"):
+        with pytest.raises(EnvError, match="couldn't find key MX_CONFIG_LABELS in"):
             kubeenv.resolve(each, foreign)
     own = {"mnist-mx-config": builders.config_map(j)}
     assert kubeenv.resolve(containers[0], own)["DMLC_NUM_WORKER"] == "2"

@@ -4,7 +4,8 @@ from typing import Any
 
 import pytest
 
-from app.core.kubeenv import EnvError, expand, resolve
+from app.core.errors import EnvError
+from app.core.kubeenv import expand, resolve
 
 # The cases of kubelet v1.32's own test of its expansion
 # (third_party/forked/golang/expansion/expand_test.go, doExpansionTest), run here against

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from app.core import conditions
+from app.core.reasons import REASON_INVALID
 from app.core.reconcile import sync
-from app.core.status import REASON_INVALID
 from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")
