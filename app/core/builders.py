@@ -19,7 +19,7 @@ from app.core.mxconfig import (
     service_port,
     shared_parts,
 )
-from app.core.observed import NO_PODS, Readers
+from app.core.observed import NO_PODS, ConfigMapUse
 from app.core.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
 from app.integrations.gang import GangScheduler, join
 
@@ -95,7 +95,7 @@ def job_context(
     spec: MXJobSpec,
     scheduler: GangScheduler | None = None,
     config_map: bool = False,
-    observed: Readers = NO_PODS,
+    observed: ConfigMapUse = NO_PODS,
     services: names.ReplicaServices = names.ReplicaServices.ALL,
 ) -> JobContext:
     """What every child of the job shares. `config_map`: the controller declares ConfigMap
@@ -202,17 +202,17 @@ def config_map(job: JobContext) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
 
-def _env(job: JobContext, kind: ReplicaTypeContext, index: str) -> list[dict[str, Any]]:
+def _env(job: JobContext, of_type: ReplicaTypeContext, index: str) -> list[dict[str, Any]]:
     """Our variables, ahead of the container's own (which may refer to them). `index`: the
     replica index as written."""
-    before, after = kind.mx_config
+    before, after = of_type.mx_config
     env: list[dict[str, Any]] = [
         *job.head_env,
         {"name": "MX_CONFIG", "value": before + index + after},
         *job.dmlc_env,
-        *kind.role_env,
+        *of_type.role_env,
     ]
-    if kind.rtype is ReplicaType.WORKER:
+    if of_type.rtype is ReplicaType.WORKER:
         env.append({"name": "DMLC_WORKER_ID", "value": index})
     return env
 

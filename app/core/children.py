@@ -10,7 +10,7 @@ import orjson
 from app.core import builders, envelope
 from app.core.applied import applied_configuration
 from app.core.decision import Decision
-from app.core.observed import Owned
+from app.core.observed import ObservedReplicas
 from app.core.pods import Attempt
 from app.core.replicas import Replica
 from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType
@@ -23,10 +23,10 @@ Child = dict[str, Any]
 
 def desired(
     job: builders.JobContext,
-    owned: Owned,
+    owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    queue: kueue.Gate | None = None,
+    queue: kueue.QueueDecision | None = None,
 ) -> tuple[list[Child], int]:
     """The children the job should have, and the resync delay its timers need; `queue`:
     Kueue's say, if it has one."""
@@ -37,10 +37,10 @@ def desired(
 
 def _pods_and_services(
     job: builders.JobContext,
-    owned: Owned,
+    owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    queue: kueue.Gate | None,
+    queue: kueue.QueueDecision | None,
 ) -> tuple[list[Child], int]:
     if not decision.finished:
         if job.spec.runPolicy.suspend or (queue is not None and queue.wait):
@@ -115,7 +115,7 @@ def _while_running(
             attempt, restarts = going_on.attempt, going_on.restarts_before
             pods.append(builders.pod(job, replica.rtype, replica.index, attempt, restarts))
         else:
-            attempt, restarts = replica.next_pod
+            attempt, restarts = replica.next_attempt
             wanted = {a.attempt: a.restarts_before for a in replica.keep_while_running()}
             wanted.setdefault(attempt, restarts)
             pods += [
@@ -143,7 +143,7 @@ def _of_attempts(
     services = []
     for replica in replicas:
         if (replica.rtype, replica.index) in with_pods and job.has_service(replica.rtype):
-            attempt, restarts = replica.next_pod
+            attempt, restarts = replica.next_attempt
             services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services
 
@@ -164,7 +164,7 @@ def _ttl_left(spec: MXJobSpec, decision: Decision, now: datetime) -> int | None:
     return seconds_until(completed, ttl, now)
 
 
-def as_they_are(request: envelope.SyncRequest) -> list[Child]:
+def kept_as_observed(request: envelope.SyncRequest) -> list[Child]:
     """Every observed child as its own desired state: what an invalid spec is answered with."""
     owner = request.parent.metadata.uid or ""
     return [

@@ -3,7 +3,7 @@ delay, from the previous status and the replicas as observed."""
 
 from datetime import datetime
 
-from app.core import conditions as c
+from app.core import conditions
 from app.core.conditions import Condition
 from app.core.decision import Decision
 from app.core.pods import Attempt, describe_exit
@@ -23,7 +23,7 @@ from app.core.replicas import Replica, Verdict
 from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.core.status import Previous, completion_time
 from app.core.times import format_time, parse_time, seconds_until
-from app.integrations.kueue import Gate
+from app.integrations.kueue import QueueDecision
 
 
 def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
@@ -41,7 +41,7 @@ def decide(
     replicas: list[Replica],
     previous: Previous,
     now: datetime,
-    queue: Gate | None = None,
+    queue: QueueDecision | None = None,
 ) -> Decision:
     """Conditions, start time and resync delay for a valid job; `queue`: Kueue's say, if it
     has one."""
@@ -52,31 +52,39 @@ def decide(
         return _finished(spec, previous.conditions, previous.start_time, 0, restarts, False)
     at = format_time(now)
     conds = previous.conditions
-    conds = c.set_condition(
-        conds, c.CREATED, "True", REASON_CREATED, f"MXJob {name} is created.", at
+    conds = conditions.set_condition(
+        conds, conditions.CREATED, "True", REASON_CREATED, f"MXJob {name} is created.", at
     )
     if spec.runPolicy.suspend:
         return Decision(_suspend(name, conds, at), None, 0, 0)
     if queue is not None and queue.condition is not None:
-        conds = c.set_condition(conds, c.QUEUED, *queue.condition, at, new_message=True)
+        conds = conditions.set_condition(
+            conds, conditions.QUEUED, *queue.condition, at, new_message=True
+        )
     if queue is not None and queue.wait:
         # Like suspend: no pods, a Running job is no longer, and no start time until admitted.
         _, reason, message = queue.condition or ("", "", "")
-        if c.is_true(conds, c.RUNNING) or c.is_true(conds, c.RESTARTING):
-            conds = c.set_condition(conds, c.RUNNING, "False", reason, message, at)
+        if conditions.is_true(conds, conditions.RUNNING) or conditions.is_true(
+            conds, conditions.RESTARTING
+        ):
+            conds = conditions.set_condition(
+                conds, conditions.RUNNING, "False", reason, message, at
+            )
         return Decision(conds, None, 0, 0)
-    if c.is_true(conds, c.SUSPENDED):
+    if conditions.is_true(conds, conditions.SUSPENDED):
         resumed = f"MXJob {name} is resumed."
-        conds = c.set_condition(conds, c.SUSPENDED, "False", REASON_RESUMED, resumed, at)
+        conds = conditions.set_condition(
+            conds, conditions.SUSPENDED, "False", REASON_RESUMED, resumed, at
+        )
     start = previous.start_time or at
     restarts = sum(r.restarts for r in replicas)
     failure = _failure(name, spec, replicas, restarts, start, now)
     if failure:
-        conds = c.set_condition(conds, c.FAILED, "True", *failure, at)
+        conds = conditions.set_condition(conds, conditions.FAILED, "True", *failure, at)
         return _finished(spec, conds, start, 0, restarts, True)
     conds = _progress(name, spec, replicas, conds, at)
     resync = _deadline_in(spec, start, now)
-    if c.finished(conds):
+    if conditions.finished(conds):
         return _finished(spec, conds, start, resync, restarts, True)
     return Decision(conds, start, resync, restarts)
 
@@ -91,7 +99,7 @@ def _finished(
 ) -> Decision:
     """The decision about a finished job: what goes of its pods, and when it finished."""
     cleanup = spec.runPolicy.cleanPodPolicy
-    failed = c.find(conds, c.FAILED)
+    failed = conditions.find(conds, conditions.FAILED)
     if failed and failed.get("reason") in REASONS_STOPPED and cleanup is CleanPodPolicy.NONE:
         cleanup = CleanPodPolicy.RUNNING
     completed = completion_time(conds)
@@ -101,9 +109,15 @@ def _finished(
 def _suspend(name: str, conds: list[Condition], at: str) -> list[Condition]:
     message = f"MXJob {name} is suspended."
     # Running False also ends a Restarting one (they exclude each other): no pod is replaced.
-    if c.find(conds, c.RUNNING) or c.is_true(conds, c.RESTARTING):
-        conds = c.set_condition(conds, c.RUNNING, "False", REASON_SUSPENDED, message, at)
-    return c.set_condition(conds, c.SUSPENDED, "True", REASON_SUSPENDED, message, at)
+    if conditions.find(conds, conditions.RUNNING) or conditions.is_true(
+        conds, conditions.RESTARTING
+    ):
+        conds = conditions.set_condition(
+            conds, conditions.RUNNING, "False", REASON_SUSPENDED, message, at
+        )
+    return conditions.set_condition(
+        conds, conditions.SUSPENDED, "True", REASON_SUSPENDED, message, at
+    )
 
 
 def _failure(
@@ -155,14 +169,20 @@ def _progress(
     mine = [r for r in replicas if r.rtype in decide_by]
     if mine and all(r.verdict is Verdict.SUCCEEDED for r in mine):
         message = f"MXJob {name} successfully completed."
-        return c.set_condition(conds, c.SUCCEEDED, "True", REASON_SUCCEEDED, message, at)
+        return conditions.set_condition(
+            conds, conditions.SUCCEEDED, "True", REASON_SUCCEEDED, message, at
+        )
     for replica in replicas:
         if replica.restarting:
             failed = replica.last_failed
             assert failed is not None
             message = f"MXJob {name} is restarting because {_exited(replica, failed)}."
-            return c.set_condition(conds, c.RESTARTING, "True", REASON_RESTARTING, message, at)
+            return conditions.set_condition(
+                conds, conditions.RESTARTING, "True", REASON_RESTARTING, message, at
+            )
     if mine and all(r.verdict is Verdict.RUNNING for r in mine):
         message = f"MXJob {name} is running."
-        return c.set_condition(conds, c.RUNNING, "True", REASON_RUNNING, message, at)
+        return conditions.set_condition(
+            conds, conditions.RUNNING, "True", REASON_RUNNING, message, at
+        )
     return conds

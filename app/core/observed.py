@@ -12,8 +12,8 @@ from app.core.spec import MXJobSpec, ReplicaType
 
 
 @dataclass(frozen=True)
-class Readers:
-    """How the job's observed pods read its ConfigMap (`readers` finds out)."""
+class ConfigMapUse:
+    """How the job's observed pods read its ConfigMap (`config_map_use` finds out)."""
 
     # By release 0.1.0's keys `cluster` and `labels` (`configMapKeyRef`).
     old_keys: bool = False
@@ -25,10 +25,10 @@ class Readers:
 
 
 # Pods all made anew: none observed.
-NO_PODS = Readers()
+NO_PODS = ConfigMapUse()
 
 
-def layout(config_map: bool, observed: Readers) -> Layout:
+def layout(config_map: bool, observed: ConfigMapUse) -> Layout:
     """The layout whose requests the size rule must bound: inline without ConfigMap children
     or while an observed pod carries MX_CONFIG whole (its env never changes), release
     0.1.0's while a pod reads its keys."""
@@ -37,7 +37,7 @@ def layout(config_map: bool, observed: Readers) -> Layout:
     return Layout.RELEASE_0_1_0 if observed.old_keys else Layout.CONFIG_MAP
 
 
-def readers(pods: Iterable[Any], name: str) -> Readers:
+def config_map_use(pods: Iterable[Any], name: str) -> ConfigMapUse:
     """How these observed pods read the job's ConfigMap, in any order. Pods are never
     updated (OnDelete), so a pod keeps its env for life, and a container that restarts in it
     must still find what it reads."""
@@ -65,7 +65,7 @@ def readers(pods: Iterable[Any], name: str) -> Readers:
                     old_keys = _reads_old_keys(container.get("env"), wanted)
                 if not inline:
                     inline = _carries_whole_mx_config(container.get("env"))
-    return Readers(old_keys, env_from, inline)
+    return ConfigMapUse(old_keys, env_from, inline)
 
 
 def _carries_whole_mx_config(env: Any) -> bool:
@@ -92,17 +92,17 @@ class ObservedPods:
     the job's ConfigMap."""
 
     attempts: list[Attempt]
-    readers: Readers
+    config_map_use: ConfigMapUse
 
 
 def read_pods(pods: dict[str, Any], name: str) -> ObservedPods:
     """The job's observed pods (the request's `Pod.v1` children), read once for the sync."""
     # `observe` puts the pods in its own order: they need not be sorted by name first.
-    return ObservedPods(observe(pods.values(), name), readers(pods.values(), name))
+    return ObservedPods(observe(pods.values(), name), config_map_use(pods.values(), name))
 
 
 @dataclass(frozen=True)
-class Owned:
+class ObservedReplicas:
     """The job's observed pods, as attempts, and every replica index its spec asks for."""
 
     attempts: list[Attempt]
@@ -111,11 +111,11 @@ class Owned:
 
 def owned(
     pods: ObservedPods, services: Callable[[], Iterable[Any]], name: str, spec: MXJobSpec
-) -> Owned:
+) -> ObservedReplicas:
     """Every replica index of a valid spec with its attempts; `services`, the observed
     Services, is read only for an index that has no pod left."""
 
     def recorded() -> dict[tuple[ReplicaType, int], tuple[int, int]]:
         return recorded_attempts(services(), name)
 
-    return Owned(pods.attempts, replicas_of(spec, pods.attempts, recorded))
+    return ObservedReplicas(pods.attempts, replicas_of(spec, pods.attempts, recorded))

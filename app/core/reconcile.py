@@ -43,13 +43,13 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     config_map = request.declares(envelope.CONFIG_MAP)
     pods = observed.read_pods(request.children.get(envelope.POD, {}), meta.name)
     try:
-        layout = observed.layout(config_map, pods.readers)
+        layout = observed.layout(config_map, pods.config_map_use)
         fresh = observed.layout(config_map, observed.NO_PODS)
         spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
         services = replica_services(_extra(meta, "annotations"), spec)
     except SpecError as err:
         job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
-        return _result(meta, job_status, children.as_they_are(request), 0, replicas=0)
+        return _result(meta, job_status, children.kept_as_observed(request), 0, replicas=0)
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
     owned = observed.owned(pods, lambda: request.observed(envelope.SERVICE), meta.name, spec)
@@ -59,7 +59,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         spec,
         gang.declared(request.declares),
         config_map=config_map,
-        observed=pods.readers,
+        observed=pods.config_map_use,
         services=services,
     )
     kueue_view = _kueue_view(request, job, previous)
@@ -78,9 +78,9 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         desired += _workloads(request, job, queue, kueue_view)
     if request.declares(events.CHILD_TYPE):
         seen = request.observed(events.CHILD_TYPE)
-        story = events.story(meta, decision.conditions, seen, now)
-        desired += story
-        resync = sooner(resync, events.expiry_in(story, now))
+        job_events = events.desired(meta, decision.conditions, seen, now)
+        desired += job_events
+        resync = sooner(resync, events.expiry_in(job_events, now))
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
 
 
@@ -149,7 +149,10 @@ def _kueue_view(
 
 
 def _workloads(
-    request: envelope.SyncRequest, job: builders.JobContext, queue: kueue.Gate, view: kueue.JobView
+    request: envelope.SyncRequest,
+    job: builders.JobContext,
+    queue: kueue.QueueDecision,
+    view: kueue.JobView,
 ) -> list[children.Child]:
     """The Workloads the job keeps: the one for its pod sets as they are, if it wants it, and
     an outgrown one whose pods are stopping (observed ones kept as they are: Workloads are

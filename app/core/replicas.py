@@ -48,7 +48,7 @@ class Replica:
         return done + (self.verdict is Verdict.RETRY)
 
     @property
-    def next_pod(self) -> tuple[int, int]:
+    def next_attempt(self) -> tuple[int, int]:
         """(attempt, restarts before it) of the pod this index should be running."""
         current = self.current
         if current is None:
@@ -77,7 +77,7 @@ class Replica:
 
     def going_on(self) -> Attempt | None:
         """The one observed attempt to keep, if it is also the pod this index should be
-        running: the usual case, worked out without `next_pod` and `keep_while_running`."""
+        running: the usual case, worked out without `next_attempt` and `keep_while_running`."""
         current = self.current
         if current is None or self.verdict is Verdict.RETRY:
             return None

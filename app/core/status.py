@@ -5,7 +5,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.core import conditions as c
+from app.core import conditions
 from app.core.conditions import Condition
 from app.core.decision import Decision
 from app.core.reasons import REASON_INVALID
@@ -30,8 +30,8 @@ class Previous:
     restart_count: int | None
 
     def without(self, ctype: str) -> "Previous":
-        conds = c.without(self.conditions, ctype)
-        return replace(self, conditions=conds, finished=c.finished(conds))
+        conds = conditions.without(self.conditions, ctype)
+        return replace(self, conditions=conds, finished=conditions.finished(conds))
 
 
 def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous:
@@ -39,16 +39,16 @@ def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous
     children made earlier versions fail it for good (MXJobInvalidSpec): that Failed condition is
     dropped, and the job goes on as an edited one (docs/behaviour.md#validation)."""
     status = status or {}
-    conds = c.well_formed(status.get("conditions"))
-    failed = c.find(conds, c.FAILED)
+    conds = conditions.well_formed(status.get("conditions"))
+    failed = conditions.find(conds, conditions.FAILED)
     if has_children and failed and failed.get("reason") == REASON_INVALID:
-        conds = c.without(conds, c.FAILED)
+        conds = conditions.without(conds, conditions.FAILED)
     start = status.get("startTime")
     start_time = start if parse_time(start) else None
     restarts = status.get("restartCount")
     restart_count = restarts if type(restarts) is int and restarts >= 0 else None
     return Previous(
-        conds, start_time, status.get("replicaStatuses"), c.finished(conds), restart_count
+        conds, start_time, status.get("replicaStatuses"), conditions.finished(conds), restart_count
     )
 
 
@@ -86,15 +86,17 @@ def of_invalid_job(
     conds = previous.conditions
     message = f"MXJob {name} has an invalid spec: {problem}."
     counts: Counts = {}
-    if has_children or c.is_true(conds, c.CREATED):
+    if has_children or conditions.is_true(conds, conditions.CREATED):
         message += " Its pods and Services are kept as they are until the spec is valid again."
-        conds = c.set_condition(
-            conds, c.INVALID_SPEC, "True", REASON_INVALID, message, format_time(now),
+        conds = conditions.set_condition(
+            conds, conditions.INVALID_SPEC, "True", REASON_INVALID, message, format_time(now),
             new_message=True,
         )  # fmt: skip
         counts = _recorded_counts(previous.replica_statuses)
     elif not previous.finished:
-        conds = c.set_condition(conds, c.FAILED, "True", REASON_INVALID, message, format_time(now))
+        conds = conditions.set_condition(
+            conds, conditions.FAILED, "True", REASON_INVALID, message, format_time(now)
+        )
     return _assembled(conds, counts, previous.start_time, previous.restart_count)
 
 
@@ -104,8 +106,8 @@ def says_invalid(status: dict[str, Any]) -> bool:
 
 
 def completion_time(conds: list[Condition]) -> str | None:
-    for ctype in (c.SUCCEEDED, c.FAILED):
-        found = c.find(conds, ctype)
+    for ctype in (conditions.SUCCEEDED, conditions.FAILED):
+        found = conditions.find(conds, ctype)
         if found and found.get("status") == "True":
             return found.get("lastTransitionTime")
     return None

@@ -1,4 +1,4 @@
-"""The job's story for `kubectl describe mxjob`: an Event per condition transition, as children."""
+"""The job's Events for `kubectl describe mxjob`: an Event per condition transition, as children."""
 
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,7 @@ _WARNINGS = (conditions.RESTARTING, conditions.FAILED)
 _FIELDS = ("type", "reason", "message", "firstTimestamp", "lastTimestamp", "count", "source")
 
 
-def story(
+def desired(
     parent: ObjectMeta,
     conds: list[conditions.Condition],
     observed: list[dict[str, Any]],
@@ -40,10 +40,10 @@ def story(
     return _collapsed(young, {c["metadata"]["name"] for c in current})[-MAX_EVENTS:]
 
 
-def expiry_in(story: list[dict[str, Any]], now: datetime) -> int:
+def expiry_in(job_events: list[dict[str, Any]], now: datetime) -> int:
     """Seconds until the oldest of these Events is MAX_AGE_SECONDS old (0 without any): the
     sync then stops wanting it."""
-    born = [at for at in (parse_time(e["firstTimestamp"]) for e in story) if at is not None]
+    born = [at for at in (parse_time(e["firstTimestamp"]) for e in job_events) if at is not None]
     return seconds_until(min(born), MAX_AGE_SECONDS, now) if born else 0
 
 

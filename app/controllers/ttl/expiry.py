@@ -3,7 +3,7 @@
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.core import conditions as c
+from app.core import conditions
 from app.core.times import parse_time
 
 
@@ -13,8 +13,8 @@ def due_at(job: dict[str, Any]) -> datetime | None:
     status = job.get("status")
     if not isinstance(status, dict):
         return None
-    conditions = c.well_formed(status.get("conditions"))
-    if not c.finished(conditions) or c.is_true(conditions, c.INVALID_SPEC):
+    conds = conditions.well_formed(status.get("conditions"))
+    if not conditions.finished(conds) or conditions.is_true(conds, conditions.INVALID_SPEC):
         return None
     completed = parse_time(status.get("completionTime"))
     ttl = ttl_seconds(job.get("spec"))

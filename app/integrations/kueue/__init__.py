@@ -25,7 +25,7 @@ from app.integrations.kueue.api import (
     related_objects,
 )
 from app.integrations.kueue.flavors import inject, pod_set_infos
-from app.integrations.kueue.gating import Gate, JobView, gate
+from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.hook import RELATED_RESOURCES, customize, namespace_rules
 from app.integrations.kueue.priorities import Priority, priority
 from app.integrations.kueue.queues import Queueing, queue_name, queueing
@@ -62,10 +62,10 @@ __all__ = [
     "WORKLOAD_PRIORITY_CLASS_KIND",
     "WORKLOAD_TYPE",
     "Admission",
-    "Gate",
     "JobView",
     "PodSetInfo",
     "Priority",
+    "QueueDecision",
     "Queueing",
     "admission",
     "covers",

@@ -422,9 +422,9 @@ def _current_pod(name: str = "mnist-mx-config") -> dict[str, Any]:
     return {"spec": {"containers": [{"name": "side"}, {"name": "mxnet", "envFrom": env_from}]}}
 
 
-NONE = observed.Readers()
-OLD, WHOLE = observed.Readers(old_keys=True), observed.Readers(env_from=True)
-BOTH = observed.Readers(old_keys=True, env_from=True)
+NONE = observed.ConfigMapUse()
+OLD, WHOLE = observed.ConfigMapUse(old_keys=True), observed.ConfigMapUse(env_from=True)
+BOTH = observed.ConfigMapUse(old_keys=True, env_from=True)
 ODD_CONTAINERS = [None, {"env": [None, {"valueFrom": 1}], "envFrom": [None, {"configMapRef": 1}]}]
 ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
 
@@ -445,14 +445,14 @@ ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
     ],
 )
 def test_readers_says_how_pods_read_the_config_map(
-    pods: list[Any], found: observed.Readers
+    pods: list[Any], found: observed.ConfigMapUse
 ) -> None:
-    assert observed.readers(pods, "mnist") == found
+    assert observed.config_map_use(pods, "mnist") == found
 
 
-def _job_read(readers: observed.Readers) -> builders.JobContext:
+def _job_read(config_map_use: observed.ConfigMapUse) -> builders.JobContext:
     spec = validated_spec("mnist", train_spec(1, 2))
-    return builders.job_context("mnist", "team-a", spec, None, True, readers)
+    return builders.job_context("mnist", "team-a", spec, None, True, config_map_use)
 
 
 def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> None:

@@ -10,7 +10,7 @@ import yaml
 
 from app.core.envelope import ObjectMeta
 from app.core.reconcile import sync
-from app.integrations.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, expiry_in, story
+from app.integrations.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, desired, expiry_in
 from tests.support import REPO
 from tests.support.jobs import UID, created, mxjob, request, train_spec
 from tests.support.kustomize import documents
@@ -186,7 +186,7 @@ def test_story(
     now: datetime,
     expected: list[dict[str, Any]],
 ) -> None:
-    assert story(JOB, conds, observed, now) == expected
+    assert desired(JOB, conds, observed, now) == expected
 
 
 def test_the_newest_events_are_kept() -> None:
@@ -200,7 +200,7 @@ def test_the_newest_events_are_kept() -> None:
         }
         for n in range(30)
     ]
-    kept = story(JOB, [CREATED], flapping, AT)
+    kept = desired(JOB, [CREATED], flapping, AT)
     assert [e["metadata"]["name"] for e in kept] == [
         f"mnist.flap-{n:x}" for n in range(30 - MAX_EVENTS, 30)
     ]
