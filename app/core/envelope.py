@@ -5,6 +5,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.errors import BadRequest
+from app.core.spec import DEFAULT_REPLICAS
 
 # (namespace, name) of the job a request is about, as far as it says.
 JobId = tuple[str | None, str | None]
@@ -108,7 +109,7 @@ def declared_replicas(body: Any) -> int | None:
         return None
     total = 0
     for replica in specs.values():
-        count = replica.get("replicas", 1) if isinstance(replica, dict) else None
+        count = replica.get("replicas", DEFAULT_REPLICAS) if isinstance(replica, dict) else None
         if type(count) is not int or count < 0:
             return None
         total += count

@@ -11,7 +11,7 @@ from app.core.errors import EnvError
 _OPERATOR, _OPENER, _CLOSER = ord("$"), ord("("), ord(")")
 # A variable name as kubelet v1.32 takes it (RelaxedEnvironmentVariableValidation): printable
 # ASCII without `=`.
-_ENV_NAME = re.compile(r"[ -<>-~]+")
+ENV_NAME = re.compile(r"[ -<>-~]+")
 
 
 def expand(value: str, *defined: Mapping[str, str]) -> str:
@@ -114,4 +114,4 @@ def _from_config_map(
     # A key that is not a variable name once prefixed is skipped (the kubelet records an
     # InvalidEnvironmentVariableNames event and starts the container without it).
     named = ((prefix + k, v) for k, v in (config_map.get("data") or {}).items())
-    return {k: str(v) for k, v in named if _ENV_NAME.fullmatch(k)}
+    return {k: str(v) for k, v in named if ENV_NAME.fullmatch(k)}

@@ -8,8 +8,8 @@ import yaml
 
 from app.core import envelope, kubeenv
 from app.core.errors import BadRequest, EnvError, RenderError
-from app.core.reasons import REASON_INVALID
 from app.core.reconcile import sync
+from app.core.status import invalid_spec_messages
 
 # What the CompositeController in metacontroller/ declares.
 CHILD_TYPES = (envelope.CONFIG_MAP, envelope.POD, envelope.SERVICE)
@@ -61,9 +61,7 @@ def render_report(
     for n, document in enumerate(documents):
         job, *children = _render_one(n, document, now, namespace, child_types)
         out += _expanded([job, *children]) if expand else [job, *children]
-        for condition in job["status"].get("conditions", []):
-            if condition.get("reason") == REASON_INVALID and condition.get("status") == "True":
-                invalid.append(f"document {n + 1}: {condition.get('message')}")
+        invalid += [f"document {n + 1}: {m}" for m in invalid_spec_messages(job["status"])]
     return Rendered(yaml.safe_dump_all(out, sort_keys=False), invalid)
 
 

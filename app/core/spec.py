@@ -43,13 +43,17 @@ class CleanPodPolicy(StrEnum):
     NONE = "None"
 
 
+# A replica type's count where the spec gives none.
+DEFAULT_REPLICAS = 1
+
+
 class _Model(BaseModel):
     # Fields we do not own are ignored here and passed through from the raw object.
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
 class ReplicaSpec(_Model):
-    replicas: StrictInt = Field(default=1, ge=0)
+    replicas: StrictInt = Field(default=DEFAULT_REPLICAS, ge=0)
     restartPolicy: RestartPolicy = RestartPolicy.NEVER
     template: dict[str, Any]
     label: StrictStr | None = None

@@ -102,7 +102,16 @@ def of_invalid_job(
 
 def says_invalid(status: dict[str, Any]) -> bool:
     """Whether a status names an invalid spec (what the hook's metrics count as such)."""
-    return any(cond.get("reason") == REASON_INVALID for cond in status["conditions"])
+    return bool(invalid_spec_messages(status))
+
+
+def invalid_spec_messages(status: dict[str, Any]) -> list[str]:
+    """The messages of the status's conditions that hold because the spec is invalid."""
+    return [
+        str(cond.get("message"))
+        for cond in status["conditions"]
+        if cond.get("reason") == REASON_INVALID and cond.get("status") == "True"
+    ]
 
 
 def completion_time(conds: list[Condition]) -> str | None:

@@ -7,6 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.core.errors import SpecError
+from app.core.kubeenv import ENV_NAME
 from app.core.mxconfig import Layout
 from app.core.names import (
     ANNOTATION_REPLICA_SERVICES,
@@ -23,9 +24,6 @@ _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS_1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 # Kubernetes' syntax for label and annotation keys (a qualified name) and label values.
 _NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-# What the kubelet accepts as an environment variable name since Kubernetes 1.32 (relaxed
-# validation, on by default): printable ASCII except '='.
-_ENV_NAME = re.compile(r"[ -<>-~]+")
 MAX_SUBDOMAIN = 253
 MAX_LABEL = 63
 _QUALIFIED = (
@@ -279,7 +277,7 @@ def _env_name_problem(entry: Any) -> str:
     name = entry.get("name") if isinstance(entry, dict) else None
     if not isinstance(name, str):
         return "required: every env entry needs a name"
-    if not _ENV_NAME.fullmatch(name):
+    if not ENV_NAME.fullmatch(name):
         return f"{name!r} must be printable ASCII without '=', at least one character"
     return ""
 

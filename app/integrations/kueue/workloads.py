@@ -92,10 +92,8 @@ def workload(
         # Both or neither (the Workload CRD's rule): a class that does not exist gives none.
         body["priorityClassRef"] = {"group": prio.group, "kind": prio.kind, "name": prio.name}
         body["priority"] = prio.value
-    meta: dict[str, Any] = {"name": workload_name_}
-    if namespace:
-        meta["namespace"] = namespace
-    meta["labels"] = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
+    labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
+    meta = names.metadata(workload_name_, namespace, labels, {})
     return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": meta, "spec": body}
 
 
