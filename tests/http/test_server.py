@@ -111,7 +111,7 @@ def test_healthz_and_metrics_count_syncs_by_outcome(server: str) -> None:
 
 SETTLED = """
 import gc, sys
-from app import server, settings
+from app.service import server, settings
 
 def run(self, sockets=None):
     print(repr(("app.service.web" in sys.modules, gc.get_freeze_count() > 0, gc.get_threshold())))
