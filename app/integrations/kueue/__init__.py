@@ -1,34 +1,20 @@
 """Queueing under Kueue: the job's Workload child, what its admission allows, and what the
 admission's resource flavors add to the pods (as Kueue's own job integrations do)."""
 
-from app.integrations.kueue.admission import Admission, PodSetInfo, admission, merged
+from app.integrations.kueue.admission import PodSetInfo, admission
 from app.integrations.kueue.api import (
     API_VERSION,
-    DEFAULT_QUEUE,
-    FLAVOR_KIND,
     GROUP,
-    LOCAL_QUEUE_KIND,
     MANAGED_NAMESPACE_LABEL,
-    POD_PRIORITY_CLASS_KIND,
-    POD_PRIORITY_GROUP,
-    PODS_READY,
     PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
-    REASON_ADMITTED,
-    REASON_EVICTED,
-    REASON_NO_QUEUE,
-    REASON_QUEUED,
-    REASON_REQUEUED,
-    REASON_UNQUEUED,
-    WORKLOAD_PRIORITY_CLASS_KIND,
     WORKLOAD_TYPE,
-    related_objects,
 )
 from app.integrations.kueue.flavors import inject, pod_set_infos
 from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.hook import RELATED_RESOURCES, customize, namespace_rules
 from app.integrations.kueue.priorities import Priority, priority
-from app.integrations.kueue.queues import Queueing, queue_name, queueing
+from app.integrations.kueue.queues import Queueing, queueing
 from app.integrations.kueue.workloads import (
     HASH_LENGTH,
     covers,
@@ -41,27 +27,13 @@ from app.integrations.kueue.workloads import (
 
 __all__ = [
     "API_VERSION",
-    "DEFAULT_QUEUE",
-    "FLAVOR_KIND",
     "GROUP",
     "HASH_LENGTH",
-    "LOCAL_QUEUE_KIND",
     "MANAGED_NAMESPACE_LABEL",
-    "PODS_READY",
-    "POD_PRIORITY_CLASS_KIND",
-    "POD_PRIORITY_GROUP",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_LABEL",
-    "REASON_ADMITTED",
-    "REASON_EVICTED",
-    "REASON_NO_QUEUE",
-    "REASON_QUEUED",
-    "REASON_REQUEUED",
-    "REASON_UNQUEUED",
     "RELATED_RESOURCES",
-    "WORKLOAD_PRIORITY_CLASS_KIND",
     "WORKLOAD_TYPE",
-    "Admission",
     "JobView",
     "PodSetInfo",
     "Priority",
@@ -73,15 +45,12 @@ __all__ = [
     "gate",
     "inject",
     "legacy_workload_name",
-    "merged",
     "namespace_rules",
     "pod_set_infos",
     "pod_sets",
     "pod_template",
     "priority",
-    "queue_name",
     "queueing",
-    "related_objects",
     "workload",
     "workload_name",
 ]
