@@ -13,9 +13,10 @@ from app.core.decision import Decision
 from app.core.observed import ObservedReplicas
 from app.core.pods import Attempt
 from app.core.replicas import Replica
+from app.core.seam import PodUpdate, Say, add_to_pod
 from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.core.times import parse_time, seconds_until
-from app.integrations import gang, kueue
+from app.integrations import gang
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 Child = dict[str, Any]
@@ -26,11 +27,11 @@ def desired(
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    queue: kueue.QueueDecision | None = None,
+    say: Say | None = None,
 ) -> tuple[list[Child], int]:
-    """The children the job should have, and the resync delay its timers need; `queue`:
-    Kueue's say, if it has one."""
-    children, resync = _pods_and_services(job, owned, decision, now, queue)
+    """The children the job should have, and the resync delay its timers need; `say`: what an
+    integration (Kueue) says before the decision, if it says anything."""
+    children, resync = _pods_and_services(job, owned, decision, now, say)
     children[:0] = _job_children(job) if children else []
     return children, resync
 
@@ -40,12 +41,12 @@ def _pods_and_services(
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    queue: kueue.QueueDecision | None,
+    say: Say | None,
 ) -> tuple[list[Child], int]:
     if not decision.finished:
-        if job.spec.runPolicy.suspend or (queue is not None and queue.wait):
+        if job.spec.runPolicy.suspend or (say is not None and say.wait):
             return [], 0
-        pod_sets = queue.pod_sets if queue is not None else {}
+        pod_sets = say.pod_sets if say is not None else {}
         return _while_running(job, owned.replicas, pod_sets), decision.resync_after
     if decision.finishing:
         return _of_attempts(job, owned.attempts, owned.replicas), 0
@@ -54,36 +55,6 @@ def _pods_and_services(
         return [], 0
     left = [a for a in owned.attempts if _survives_cleanup(decision.cleanup, a)]
     return _of_attempts(job, left, owned.replicas), ttl_left or 0
-
-
-def pod_sets(job: builders.JobContext) -> list[Child]:
-    """The job's Workload pod sets, their templates being its first pods as they are built."""
-    templates = {t: kueue.pod_template(builders.pod(job, t, 0, 0, 0)) for t in job.spec.types()}
-    return kueue.pod_sets(templates, job.spec)
-
-
-def workload_name(job: builders.JobContext) -> str:
-    """The name of the Workload for the job's pod sets as they are."""
-    return kueue.workload_name(job.name, pod_sets(job))
-
-
-def workload(job: builders.JobContext, queue: str, prio: kueue.Priority | None) -> Child:
-    """The job's Workload for its pod sets as they are."""
-    sets = pod_sets(job)
-    name = kueue.workload_name(job.name, sets)
-    return kueue.workload(job.name, job.namespace, queue, sets, prio, name)
-
-
-def kept_workload(observed: Mapping[str, Any]) -> Child:
-    """An observed Workload as its own desired state (Workloads are never updated)."""
-    meta = observed.get("metadata") or {}
-    kept = {k: meta[k] for k in ("name", "namespace", "labels") if k in meta}
-    return {
-        "apiVersion": kueue.API_VERSION,
-        "kind": "Workload",
-        "metadata": kept,
-        "spec": observed.get("spec") or {},
-    }
 
 
 def _job_children(job: builders.JobContext) -> list[Child]:
@@ -101,7 +72,7 @@ def _job_children(job: builders.JobContext) -> list[Child]:
 def _while_running(
     job: builders.JobContext,
     replicas: list[Replica],
-    pod_sets: dict[ReplicaType, kueue.PodSetInfo],
+    pod_sets: Mapping[ReplicaType, PodUpdate],
 ) -> list[Child]:
     """The pods and Services of a running job, in the answer's order: every pod, then every
     Service the job has (`JobContext.services`)."""
@@ -125,7 +96,7 @@ def _while_running(
         admitted = pod_sets.get(replica.rtype)
         if admitted is not None:
             for built in pods[first:]:
-                kueue.inject(built, admitted)
+                add_to_pod(built, admitted)
         if job.has_service(replica.rtype):
             services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services

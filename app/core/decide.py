@@ -20,10 +20,10 @@ from app.core.reasons import (
     REASONS_STOPPED,
 )
 from app.core.replicas import Replica, Verdict
+from app.core.seam import Say
 from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.core.status import Previous, completion_time
 from app.core.times import format_time, parse_time, seconds_until
-from app.integrations.kueue import QueueDecision
 
 
 def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
@@ -41,10 +41,10 @@ def decide(
     replicas: list[Replica],
     previous: Previous,
     now: datetime,
-    queue: QueueDecision | None = None,
+    say: Say | None = None,
 ) -> Decision:
-    """Conditions, start time and resync delay for a valid job; `queue`: Kueue's say, if it
-    has one."""
+    """Conditions, start time and resync delay for a valid job; `say`: what an integration
+    (Kueue) says before the decision, if it says anything."""
     if previous.finished:
         # A finished job keeps the count it finished with, after clean-up too.
         recorded = previous.restart_count
@@ -57,20 +57,10 @@ def decide(
     )
     if spec.runPolicy.suspend:
         return Decision(_suspend(name, conds, at), None, 0, 0)
-    if queue is not None and queue.condition is not None:
-        conds = conditions.set_condition(
-            conds, conditions.QUEUED, *queue.condition, at, new_message=True
-        )
-    if queue is not None and queue.wait:
-        # Like suspend: no pods, a Running job is no longer, and no start time until admitted.
-        _, reason, message = queue.condition or ("", "", "")
-        if conditions.is_true(conds, conditions.RUNNING) or conditions.is_true(
-            conds, conditions.RESTARTING
-        ):
-            conds = conditions.set_condition(
-                conds, conditions.RUNNING, "False", reason, message, at
-            )
-        return Decision(conds, None, 0, 0)
+    if say is not None:
+        conds = _said(say, conds, at)
+        if say.wait:
+            return Decision(conds, None, 0, 0)
     if conditions.is_true(conds, conditions.SUSPENDED):
         resumed = f"MXJob {name} is resumed."
         conds = conditions.set_condition(
@@ -87,6 +77,22 @@ def decide(
     if conditions.finished(conds):
         return _finished(spec, conds, start, resync, restarts, True)
     return Decision(conds, start, resync, restarts)
+
+
+def _said(say: Say, conds: list[Condition], at: str) -> list[Condition]:
+    """The conditions after what an integration says: its Queued condition, and while the job
+    waits, like suspend, no pods, a Running job is no longer, and no start time until admitted."""
+    if say.condition is not None:
+        conds = conditions.set_condition(
+            conds, conditions.QUEUED, *say.condition, at, new_message=True
+        )
+    if not say.wait:
+        return conds
+    _, reason, message = say.condition or ("", "", "")
+    running = conditions.is_true(conds, conditions.RUNNING)
+    if running or conditions.is_true(conds, conditions.RESTARTING):
+        conds = conditions.set_condition(conds, conditions.RUNNING, "False", reason, message, at)
+    return conds
 
 
 def _finished(

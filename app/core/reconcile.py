@@ -1,14 +1,17 @@
 """The sync hook as a pure function: observed state and `now` in, desired state out."""
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from app.core import builders, children, conditions, envelope, observed, status
 from app.core.decide import decide
+from app.core.decision import Decision
 from app.core.envelope import ObjectMeta
 from app.core.errors import SpecError
 from app.core.mxconfig import config_map_name
+from app.core.spec import ReplicaType
 from app.core.times import sooner
 from app.core.validation import replica_services, validated_spec
 from app.integrations import events, gang, kueue
@@ -62,7 +65,8 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         observed=pods.config_map_use,
         services=services,
     )
-    kueue_view = _kueue_view(request, job, previous)
+    first_pod = functools.partial(_first_pod, job)
+    kueue_view = kueue.job_view(request, spec, previous.finished, first_pod)
     queue = None
     if kueue_view is not None:
         queue = kueue.gate(kueue_view, previous.conditions, request.related, spec)
@@ -75,13 +79,27 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     desired, resync = children.desired(job, owned, decision, now, queue)
     resync = sooner(resync, _config_map_retry(request, desired, meta.name))
     if queue is not None and kueue_view is not None and not decision.finished:
-        desired += _workloads(request, job, queue, kueue_view)
-    if request.declares(events.CHILD_TYPE):
-        seen = request.observed(events.CHILD_TYPE)
-        job_events = events.desired(meta, decision.conditions, seen, now)
-        desired += job_events
-        resync = sooner(resync, events.expiry_in(job_events, now))
+        desired += kueue.workloads(request, spec, queue, kueue_view, first_pod)
+    job_events, expiry = _events(request, decision, now)
+    desired += job_events
+    resync = sooner(resync, expiry)
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
+
+
+def _first_pod(job: builders.JobContext, rtype: ReplicaType) -> dict[str, Any]:
+    """The first pod of a replica type as built: what a Workload's pod set is made from."""
+    return builders.pod(job, rtype, 0, 0, 0)
+
+
+def _events(
+    request: envelope.SyncRequest, decision: Decision, now: datetime
+) -> tuple[list[children.Child], int]:
+    """The job's Events, where the controller declares them, and when the oldest must go."""
+    if not request.declares(events.CHILD_TYPE):
+        return [], 0
+    seen = request.observed(events.CHILD_TYPE)
+    job_events = events.desired(request.parent.metadata, decision.conditions, seen, now)
+    return job_events, events.expiry_in(job_events, now)
 
 
 # How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not
@@ -106,73 +124,6 @@ def _config_map_retry(
 def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
     """A job's first sync: no condition yet and no child of any type."""
     return not previous.conditions and not any(request.children.values())
-
-
-def _kueue_view(
-    request: envelope.SyncRequest, job: builders.JobContext, previous: status.Previous
-) -> kueue.JobView | None:
-    """What Kueue's gate reads of this sync: None unless the controller declares Workload
-    children."""
-    if not request.declares(kueue.WORKLOAD_TYPE):
-        return None
-    meta = request.parent.metadata
-    observed_workloads = request.observed(kueue.WORKLOAD_TYPE)
-    where = kueue.queueing(
-        _extra(meta, "labels"), meta.namespace, observed_workloads, request.related
-    )
-    current = []
-    if where.queue is not None or observed_workloads:
-        wanted = children.workload_name(job)
-        current = [w for w in observed_workloads if envelope.name_of(w) == wanted]
-    if observed_workloads and not current:
-        # A Workload named as earlier releases named them still serves if it asks for the
-        # same counts and requests, so an upgrade stops no admitted job.
-        legacy = kueue.legacy_workload_name(meta.name)
-        sets = children.pod_sets(job)
-        current = [
-            w for w in observed_workloads if envelope.name_of(w) == legacy and kueue.covers(w, sets)
-        ]
-    pods = request.observed(envelope.POD)
-    return kueue.JobView(
-        name=meta.name,
-        queue=where.queue,
-        workload=current[0] if current else None,
-        live_pods=any(not (p.get("metadata") or {}).get("deletionTimestamp") for p in pods),
-        finished=previous.finished,
-        suspended=job.spec.runPolicy.suspend,
-        held=where.held,
-        stale=tuple(w for w in observed_workloads if w not in current),
-        active_pods=any(
-            (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed") for p in pods
-        ),
-    )
-
-
-def _workloads(
-    request: envelope.SyncRequest,
-    job: builders.JobContext,
-    queue: kueue.QueueDecision,
-    view: kueue.JobView,
-) -> list[children.Child]:
-    """The Workloads the job keeps: the one for its pod sets as they are, if it wants it, and
-    an outgrown one whose pods are stopping (observed ones kept as they are: Workloads are
-    never updated)."""
-    out = []
-    if queue.keep is not None:
-        out.append(children.kept_workload(queue.keep))
-    if queue.wants_workload:
-        meta = request.parent.metadata
-        prio = kueue.priority(_extra(meta, "labels"), job.spec, request.related)
-        built = children.workload(job, view.queue or "", prio)
-        current = view.workload
-        name = (current.get("metadata") or {}).get("name") if current is not None else None
-        # A Workload named as earlier releases named them, kept under its own name.
-        out.append(
-            children.kept_workload(current)
-            if current and name != envelope.name_of(built)
-            else built
-        )
-    return out
 
 
 def _extra(meta: ObjectMeta, key: str) -> Any:

@@ -10,11 +10,12 @@ from app.integrations.kueue.api import (
     QUEUE_LABEL,
     WORKLOAD_TYPE,
 )
-from app.integrations.kueue.flavors import inject, pod_set_infos
+from app.integrations.kueue.flavors import pod_set_infos
 from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.hook import RELATED_RESOURCES, customize, namespace_rules
 from app.integrations.kueue.priorities import Priority, priority
 from app.integrations.kueue.queues import Queueing, queueing
+from app.integrations.kueue.sync import job_view, workloads
 from app.integrations.kueue.workloads import (
     HASH_LENGTH,
     covers,
@@ -43,7 +44,7 @@ __all__ = [
     "covers",
     "customize",
     "gate",
-    "inject",
+    "job_view",
     "legacy_workload_name",
     "namespace_rules",
     "pod_set_infos",
@@ -53,4 +54,5 @@ __all__ = [
     "queueing",
     "workload",
     "workload_name",
+    "workloads",
 ]

@@ -52,18 +52,3 @@ def _conflict(template: Mapping[str, Any], info: PodSetInfo) -> str | None:
             if key in have and have[key] != value:
                 return f"sets {what} {key}={value}, which the pod template sets to {have[key]}"
     return None
-
-
-def inject(pod: dict[str, Any], info: PodSetInfo) -> None:
-    """Add an admission's node selector, tolerations, labels and annotations to a freshly
-    built pod (its nested maps are its own, or shared read-only with its template)."""
-    meta, spec = pod["metadata"], pod["spec"]
-    if info.labels:
-        meta["labels"] = meta["labels"] | info.labels
-    if info.annotations:
-        meta["annotations"] = (meta.get("annotations") or {}) | info.annotations
-    if info.node_selector:
-        spec["nodeSelector"] = (spec.get("nodeSelector") or {}) | info.node_selector
-    if info.tolerations:
-        have = list(spec.get("tolerations") or [])
-        spec["tolerations"] = have + [t for t in info.tolerations if t not in have]
