@@ -7,14 +7,13 @@ from typing import Any
 
 from app.core import builders, children, conditions, envelope, observed, status
 from app.core.decide import decide
-from app.core.decision import Decision
 from app.core.envelope import ObjectMeta
 from app.core.errors import SpecError
 from app.core.mxconfig import config_map_name
 from app.core.spec import ReplicaType
 from app.core.times import sooner
 from app.core.validation import replica_services, validated_spec
-from app.integrations import events, gang, kueue
+from app.integrations import AT_THE_SEAM, gang
 
 
 @dataclass(frozen=True)
@@ -66,40 +65,30 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         services=services,
     )
     first_pod = functools.partial(_first_pod, job)
-    kueue_view = kueue.job_view(request, spec, previous.finished, first_pod)
-    queue = None
-    if kueue_view is not None:
-        queue = kueue.gate(kueue_view, previous.conditions, request.related, spec)
-    decision = decide(meta.name, spec, owned.replicas, previous, now, queue)
+    joined = (
+        join(request, spec, previous.conditions, previous.finished, first_pod)
+        for join in AT_THE_SEAM
+    )
+    turns = [turn for turn in joined if turn is not None]
+    say = next((turn.say for turn in turns if turn.say is not None), None)
+    decision = decide(meta.name, spec, owned.replicas, previous, now, say)
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so
         # the first answer is the status alone; writing it brings the sync that asks for all.
         return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
-    desired, resync = children.desired(job, owned, decision, now, queue)
+    desired, resync = children.desired(job, owned, decision, now, say)
     resync = sooner(resync, _config_map_retry(request, desired, meta.name))
-    if queue is not None and kueue_view is not None and not decision.finished:
-        desired += kueue.workloads(request, spec, queue, kueue_view, first_pod)
-    job_events, expiry = _events(request, decision, now)
-    desired += job_events
-    resync = sooner(resync, expiry)
+    for turn in turns:
+        added, wait = turn.children(decision, now)
+        desired += added
+        resync = sooner(resync, wait)
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
 
 
 def _first_pod(job: builders.JobContext, rtype: ReplicaType) -> dict[str, Any]:
     """The first pod of a replica type as built: what a Workload's pod set is made from."""
     return builders.pod(job, rtype, 0, 0, 0)
-
-
-def _events(
-    request: envelope.SyncRequest, decision: Decision, now: datetime
-) -> tuple[list[children.Child], int]:
-    """The job's Events, where the controller declares them, and when the oldest must go."""
-    if not request.declares(events.CHILD_TYPE):
-        return [], 0
-    seen = request.observed(events.CHILD_TYPE)
-    job_events = events.desired(request.parent.metadata, decision.conditions, seen, now)
-    return job_events, events.expiry_in(job_events, now)
 
 
 # How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not

@@ -1,10 +1,15 @@
-"""The seam between the core and its integrations: what one says before the decision and adds
-to the pods, as values the core reads without naming the integration that made them."""
+"""The seam between the core and its integrations: how one joins a sync, what it says before
+the decision, what it adds to the pods and the children it adds, read by the core without
+naming the integration."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
-from app.core.spec import ReplicaType
+from app.core.conditions import Condition
+from app.core.decision import Decision
+from app.core.envelope import SyncRequest
+from app.core.spec import MXJobSpec, ReplicaType
 
 
 class PodUpdate(Protocol):
@@ -51,3 +56,32 @@ def add_to_pod(pod: dict[str, Any], update: PodUpdate) -> None:
     if update.tolerations:
         have = list(spec.get("tolerations") or [])
         spec["tolerations"] = have + [t for t in update.tolerations if t not in have]
+
+
+# The job's first pod of a replica type, as the core builds it.
+FirstPod = Callable[[ReplicaType], dict[str, Any]]
+
+
+class Turn(Protocol):
+    """An integration's part in one sync, once it has read the request: what it says before
+    the decision, and the children it adds after the core's, with the resync its timers need
+    (0: none)."""
+
+    @property
+    def say(self) -> Say | None: ...
+
+    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]: ...
+
+
+class Join(Protocol):
+    """How an integration joins a sync of a valid job: its Turn, or None when the controller
+    does not declare what it needs."""
+
+    def __call__(
+        self,
+        request: SyncRequest,
+        spec: MXJobSpec,
+        previous: list[Condition],
+        finished: bool,
+        first_pod: FirstPod,
+    ) -> Turn | None: ...

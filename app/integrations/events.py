@@ -1,10 +1,14 @@
 """The job's Events for `kubectl describe mxjob`: an Event per condition transition, as children."""
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from app.core import conditions, names
-from app.core.envelope import ObjectMeta
+from app.core.decision import Decision
+from app.core.envelope import ObjectMeta, SyncRequest
+from app.core.seam import FirstPod
+from app.core.spec import MXJobSpec
 from app.core.times import parse_time, seconds_until
 
 # Declared by manifests/components/events.
@@ -111,3 +115,29 @@ def _as_written(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | N
     if not isinstance(event.get("firstTimestamp"), str):
         return None
     return _envelope(parent, name) | {k: event[k] for k in _FIELDS if k in event}
+
+
+@dataclass(frozen=True)
+class EventsTurn:
+    """The Events' part in one sync: nothing said before the decision; after it, the job's
+    Events and the sync that drops the oldest."""
+
+    request: SyncRequest
+    say: None = None
+
+    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
+        """The job's Events, and when the oldest must go."""
+        seen = self.request.observed(CHILD_TYPE)
+        job_events = desired(self.request.parent.metadata, decision.conditions, seen, now)
+        return job_events, expiry_in(job_events, now)
+
+
+def join(
+    request: SyncRequest,
+    spec: MXJobSpec,
+    previous: list[conditions.Condition],
+    finished: bool,
+    first_pod: FirstPod,
+) -> EventsTurn | None:
+    """The Events' turn in a sync: None unless the controller declares Event children."""
+    return EventsTurn(request) if request.declares(CHILD_TYPE) else None

@@ -15,7 +15,7 @@ from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.hook import RELATED_RESOURCES, customize, namespace_rules
 from app.integrations.kueue.priorities import Priority, priority
 from app.integrations.kueue.queues import Queueing, queueing
-from app.integrations.kueue.sync import job_view, workloads
+from app.integrations.kueue.sync import join
 from app.integrations.kueue.workloads import (
     HASH_LENGTH,
     covers,
@@ -44,7 +44,7 @@ __all__ = [
     "covers",
     "customize",
     "gate",
-    "job_view",
+    "join",
     "legacy_workload_name",
     "namespace_rules",
     "pod_set_infos",
@@ -54,5 +54,4 @@ __all__ = [
     "queueing",
     "workload",
     "workload_name",
-    "workloads",
 ]
