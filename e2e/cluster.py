@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app import kubeenv
+from app.core import kubeenv
+from app.core.errors import EnvError
 from e2e import images
 from localcluster import apiserver, kubelet
 from localcluster.kubelet import MAIN_CONTAINER
@@ -97,16 +98,16 @@ class _ConfigMapsByName(Mapping[str, Mapping[str, Any]]):
 
 
 def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[str, str]:
-    """The container's env as the kubelet resolves and expands it (app.kubeenv, shared with
+    """The container's env as the kubelet resolves and expands it (app.core.kubeenv, shared with
     `render --expand` and the tests). Headless Services give no service variables."""
     try:
         return kubeenv.resolve(container, _ConfigMapsByName(config_maps))
-    except kubeenv.EnvError as err:
+    except EnvError as err:
         raise ClusterError(str(err)) from None
 
 
 def expand(value: str, env: dict[str, str]) -> str:
-    """Kubernetes' `$(VAR)` expansion of a command or argument (app.kubeenv)."""
+    """Kubernetes' `$(VAR)` expansion of a command or argument (app.core.kubeenv)."""
     return kubeenv.expand(value, env)
 
 

@@ -31,9 +31,9 @@ from typing import IO, Any
 import httpx
 import orjson
 
-from app.children import LAST_APPLIED
-from app.envelope import CONFIG_MAP
-from app.reconcile import sync
+from app.core.children import LAST_APPLIED
+from app.core.envelope import CONFIG_MAP
+from app.core.reconcile import sync
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
 from scripts.bench.workloads import SIZES, running_job_request

@@ -240,9 +240,9 @@ def report(result: Result, args: argparse.Namespace) -> str:
         f"in {result.seconds:,.0f} s, client `{args.client}`.",
         "",
         *machine(),
-        "- servers: one uvicorn process each on the hook's settings (`app/server.py`), HTTP/1.1 "
-        "by httptools on uvloop as shipped (and by h11 on asyncio, `MXJOB_HTTP=h11`, the stack "
-        "of earlier versions, in the last table)",
+        "- servers: one uvicorn process each on the hook's settings (`app/service/server.py`), "
+        "HTTP/1.1 by httptools on uvloop as shipped (and by h11 on asyncio, `MXJOB_HTTP=h11`, "
+        "the stack of earlier versions, in the last table)",
         "",
         "#### Targets",
         "",

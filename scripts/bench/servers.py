@@ -17,7 +17,7 @@ from tests.support import jobs as s
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
-# The HTTP stacks both servers can run on, by MXJOB_HTTP (app/server.py): the first is the
+# The HTTP stacks both servers can run on, by MXJOB_HTTP (app/service/server.py): the first is the
 # shipped one (httptools on uvloop), the other the pure-Python h11 on asyncio that earlier
 # versions shipped; both with the hook's deadlines and limits.
 STACKS = ("httptools", "h11")
@@ -47,11 +47,11 @@ def serve(kind: str, port: int, responses_dir: str | None) -> None:
     stack MXJOB_HTTP names."""
     import uvicorn
 
-    from app import server, settings
+    from app.service import server, settings
 
     config = settings.from_env()
     if kind == "hook":
-        from app.web import create_app
+        from app.service.web import create_app
 
         app = create_app(config)
     else:

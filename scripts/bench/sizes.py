@@ -25,8 +25,8 @@ from pathlib import Path
 
 import orjson
 
-from app.parsecost import MiB
-from app.reconcile import sync
+from app.core.parsecost import MiB
+from app.core.reconcile import sync
 from localcluster.ports import free_port
 from scripts.bench.workloads import Size, running_job_request
 from tests.support import jobs as s
@@ -36,7 +36,8 @@ JOBS = [
     (Size("small", 1, 2), 200),
     (Size("typical", 16, 64), 40),
     (Size("large", 100, 1000), 6),
-    # The most replicas validation admits for a job named `mnist` (tests/unit/test_size_rule.py).
+    # The most replicas validation admits for a job named `mnist`
+    # (tests/unit/core/test_size_rule.py).
     (Size("largest admitted", 331, 2979), 6),
 ]
 # The previous version refused more replicas than this.

@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 import yaml
 
-from app.children import LAST_APPLIED
-from app.envelope import CONFIG_MAP
-from app.reconcile import sync
+from app.core.children import LAST_APPLIED
+from app.core.envelope import CONFIG_MAP
+from app.core.reconcile import sync
 from tests.support import jobs as s
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,7 +5,7 @@ already exists. Under the server-side apply the with-metacontroller overlay ship
 patch would take the ConfigMap over, the adoption guard refuses the update
 (manifests/components/adoption-guard) and Metacontroller reports that on the MXJob as a
 SyncError event naming the ConfigMap. The pods fail
-closed: each container reads one key of the job's ConfigMap by name (template.REQUIRED_KEY),
+closed: each container reads one key of the job's ConfigMap by name (mxconfig.REQUIRED_KEY),
 which that ConfigMap lacks, so the kubelet holds them in CreateContainerConfigError as it held
 release 0.1.0's; once the user renames theirs, the job's own is written and the same pods'
 env resolves to what 0.1.0 gave each process (docs/security.md, "The job's ConfigMap")."""
@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from app import kubeenv, template
+from app.core import kubeenv, mxconfig
+from app.core.errors import EnvError
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import FIXTURES
@@ -41,7 +42,7 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
     real_stack: RealStack, rest: Rest, namespace: str
 ) -> None:
     document = manifest(EXAMPLE)
-    name = template.config_map_name(document["metadata"]["name"])
+    name = mxconfig.config_map_name(document["metadata"]["name"])
     user_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
     apply(real_stack.apiserver, namespace, user_map | {"data": THEIRS})
 
@@ -73,9 +74,9 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
     # What the kubelet decides from: every container of every pod reads a key of that
     # ConfigMap by name, not optionally, and it has no such key: CreateContainerConfigError.
     pods = [c for key, c in job.children().items() if key.startswith("Pod/")]
-    missing = f"couldn't find key {template.REQUIRED_KEY} in ConfigMap {name}"
+    missing = f"couldn't find key {mxconfig.REQUIRED_KEY} in ConfigMap {name}"
     for _, container in _containers(pods):
-        with pytest.raises(kubeenv.EnvError, match=missing):
+        with pytest.raises(EnvError, match=missing):
             kubeenv.resolve(container, {name: theirs})
 
     # The user renames theirs (a copy under another name, the original deleted): the next
@@ -89,7 +90,7 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
         until=lambda found: found is not None,
     )
     assert own is not None
-    assert set(own["data"]) == set(template.JOB_ENV)
+    assert set(own["data"]) == set(mxconfig.JOB_ENV)
     children = job.children()
     assert {c["metadata"]["uid"] for k, c in children.items() if k.startswith("Pod/")} == {
         p["metadata"]["uid"] for p in pods

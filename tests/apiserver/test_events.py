@@ -6,7 +6,7 @@ child type and a short resync period, the real hook. What it shows, in order:
    update, patch or delete in the job's namespace (of the MXJob or its status, a pod, a
    Service, the ConfigMap or an Event, no-op writes included);
 3. an Event the API server expires while the hook still wants it is recreated by Metacontroller
-   (so the hook must stop wanting an Event before the cluster's TTL: app/events.py);
+   (so the hook must stop wanting an Event before the cluster's TTL: app/integrations/events.py);
 4. once the Events are older than the hook's limit, Metacontroller deletes them, and nothing is
    written again however many TTLs pass.
 All of it under Metacontroller's defaults and as with-metacontroller ships it (`[defaults]`,
@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.events import MAX_AGE_SECONDS
+from app.integrations.events import MAX_AGE_SECONDS
 from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.kubelet import Kubelet

@@ -3,7 +3,7 @@ against the shipped one, under the real Metacontroller: the size rule of the lay
 refuses at creation a job whose syncs could never be answered inline, which the shipped
 controller runs; and user text with `$` in it reaches every process exactly as written in
 either layout, the pods as the API server stores them resolved as the kubelet resolves them
-(app/kubeenv.py)."""
+(app/core/kubeenv.py)."""
 
 import json
 from collections.abc import Iterator
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app import kubeenv, template
+from app.core import kubeenv, mxconfig
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
@@ -73,7 +73,7 @@ def test_a_job_too_large_inline_is_refused_at_creation_and_runs_with_configmaps(
     assert refused.children() == {}
 
     created = apply_job(real_stack.apiserver, rest, namespace, _job(LONG_NAME[:-1] + "b", spec))
-    config_map = f"ConfigMap/{template.config_map_name(created.name)}"
+    config_map = f"ConfigMap/{mxconfig.config_map_name(created.name)}"
 
     def started() -> dict[str, Any]:
         children = created.children()

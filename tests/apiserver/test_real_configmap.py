@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from app import kubeenv, template
+from app.core import kubeenv, mxconfig
 from localcluster.ports import free_port
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
@@ -27,7 +27,7 @@ from .conftest import RealStack
 EXAMPLE = "examples/dist-cpu.yaml"
 BEFORE = json.loads((FIXTURES / "env-before-configmap.json").read_text())
 RELEASED = json.loads((FIXTURES / "env-0.1.0.json").read_text())
-SHARED = {variable for variable, _ in template.SHARED_PARTS}
+SHARED = {variable for variable, _ in mxconfig.SHARED_PARTS}
 JSON = "application/json"
 
 
@@ -49,10 +49,10 @@ def test_the_configmap_comes_first_and_processes_read_what_they_did(
     )
 
     children = job.children()
-    config_map = children.pop(f"ConfigMap/{template.config_map_name(job.name)}")
+    config_map = children.pop(f"ConfigMap/{mxconfig.config_map_name(job.name)}")
     (owner,) = config_map["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["name"], owner["controller"]) == ("MXJob", job.name, True)
-    assert set(config_map["data"]) == set(template.JOB_ENV)
+    assert set(config_map["data"]) == set(mxconfig.JOB_ENV)
     pods = [c for key, c in children.items() if key.startswith("Pod/")]
     assert _version(config_map) < min(_version(p) for p in pods)
 
@@ -129,7 +129,7 @@ def test_a_job_of_release_0_1_0_keeps_its_pods_and_its_keys(
             before = job.children()
     finally:
         install_controller(real_stack.apiserver, real_stack.hook.url)
-    key = f"ConfigMap/{template.config_map_name(job.name)}"
+    key = f"ConfigMap/{mxconfig.config_map_name(job.name)}"
     assert set(before[key]["data"]) == {"cluster", "labels"}
     pods = {k: c for k, c in before.items() if k.startswith("Pod/")}
     assert {_layout(p) for p in pods.values()} == {"cluster"}

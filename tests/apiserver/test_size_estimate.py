@@ -1,4 +1,4 @@
-"""The size rule's estimate of a replica (app/sizerule.py, `replica_sync_bytes`) against what
+"""The size rule's estimate of a replica (app/core/sizerule.py, `replica_sync_bytes`) against what
 the real Metacontroller sends for it, under its default apply strategy and as shipped
 (server-side apply): a small job of each template shape runs on the real API server, and a
 running replica's pod and Service, as the API server returns them with managedFields (what
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from app import parsecost, sizerule
+from app.core import parsecost, sizerule
 from localcluster.rest import Rest
 from tests.support import jobs as s
 from tests.support.scenario import run_job

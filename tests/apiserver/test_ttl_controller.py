@@ -15,7 +15,7 @@ import pytest
 import yaml
 from lightkube import ApiError, AsyncClient, KubeConfig
 
-from app.ttlcontroller.deleter import delete_if_uid
+from app.controllers.ttl.deleter import delete_if_uid
 from localcluster.apiserver import ApiServer
 from localcluster.crds import install_crds
 from localcluster.kubelet import Kubelet

@@ -1,4 +1,4 @@
-"""The largest jobs validation admits (the size rule, app/sizerule.py), synced once every
+"""The largest jobs validation admits (the size rule, app/core/sizerule.py), synced once every
 child exists: the real API server admits each through the CRD, its children are what the API
 server and Metacontroller make of them (tests/support/worst_case.py), and the whole sync
 request goes through the real hook (`python -m app serve`, default settings) within its body
@@ -19,13 +19,13 @@ from typing import Any
 import orjson
 import pytest
 
-from app import parsecost, sizerule, validation
-from app.children import LAST_APPLIED
-from app.defaults import SpecError
-from app.parsecost import MiB
-from app.reconcile import sync
-from app.settings import Settings
-from app.template import Layout
+from app.core import parsecost, sizerule, validation
+from app.core.children import LAST_APPLIED
+from app.core.errors import SpecError
+from app.core.mxconfig import Layout
+from app.core.parsecost import MiB
+from app.core.reconcile import sync
+from app.service.settings import Settings
 from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
@@ -45,7 +45,7 @@ from tests.support.worst_case import create_parent, observed_everything, sample_
 PEAK_RSS_MIB = 512
 
 
-# The largest admitted job of each shape (tests/support/size_shapes.py; tests/unit/test_size_rule.py checks
+# The largest admitted job of each shape (tests/support/size_shapes.py; tests/unit/core/test_size_rule.py checks
 # each is the largest), but those whose request is smaller than another's of the same kind.
 SMALLER = {"five-letter-name", "longest-name", "tune-job", "one-letter-name-port-1"}
 WORST = [

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from tests.support.golden_cases import CASES, paths, times
 
 NOW = times()

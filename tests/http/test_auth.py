@@ -15,10 +15,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
-from app import web
-from app.auth import BearerToken
-from app.reconcile import sync
-from app.settings import Settings, from_env
+from app.core.reconcile import sync
+from app.service import web
+from app.service.auth import BearerToken
+from app.service.settings import Settings, from_env
 from tests.support import jobs as s
 from tests.support.servers import AsgiClient, asgi_client, self_signed, serving
 

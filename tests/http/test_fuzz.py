@@ -13,13 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app import conditions, names, pods, web
-from app.defaults import SpecError
-from app.envelope import CONFIG_MAP
-from app.gang import VOLCANO
-from app.reconcile import sync
-from app.settings import Settings
-from app.validation import validated_spec
+from app.core import conditions, names, pods
+from app.core.envelope import CONFIG_MAP
+from app.core.errors import SpecError
+from app.core.reconcile import sync
+from app.core.validation import validated_spec
+from app.integrations.gang import VOLCANO
+from app.service import web
+from app.service.settings import Settings
 from tests.support import jobs as s
 from tests.support.servers import AsgiClient, asgi_client
 

@@ -9,8 +9,8 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import negative_data_rejection
 
-from app import web
-from app.settings import Settings
+from app.service import web
+from app.service.settings import Settings
 from tests.support import jobs as s
 
 APP = web.create_app(Settings(frozen_clock=s.NOW))

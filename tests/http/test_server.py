@@ -11,9 +11,9 @@ import pytest
 import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
-from app import web
-from app.server import GC_THRESHOLD, TICK_SECONDS, QuietServer
-from app.settings import Settings
+from app.service import web
+from app.service.server import GC_THRESHOLD, TICK_SECONDS, QuietServer
+from app.service.settings import Settings
 from tests.support.golden_cases import CASES, paths, times
 from tests.support.servers import serving
 
@@ -111,10 +111,10 @@ def test_healthz_and_metrics_count_syncs_by_outcome(server: str) -> None:
 
 SETTLED = """
 import gc, sys
-from app import server, settings
+from app.service import server, settings
 
 def run(self, sockets=None):
-    print(repr(("app.web" in sys.modules, gc.get_freeze_count() > 0, gc.get_threshold())))
+    print(repr(("app.service.web" in sys.modules, gc.get_freeze_count() > 0, gc.get_threshold())))
     self.started = True
 
 server.QuietServer.run = run
@@ -144,7 +144,7 @@ def test_the_idle_server_wakes_once_a_second_until_told_to_stop(
         slept.append(seconds)
         quiet.should_exit = len(slept) == 3
 
-    monkeypatch.setattr("app.server.asyncio.sleep", sleep)
+    monkeypatch.setattr("app.service.server.asyncio.sleep", sleep)
     asyncio.run(quiet.main_loop())
     assert slept == [TICK_SECONDS] * 3
     assert TICK_SECONDS == 1.0

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from fastapi import FastAPI
 
-from app import __main__ as cli
-from app import server
+from app.cli import main as cli
+from app.service import server
 from tests.support import REPO
 
 DOCKERFILE = REPO / "Dockerfile"

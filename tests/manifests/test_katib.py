@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from localcluster import buildscript
 from tests.support import REPO
 from tests.support import jobs as s

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.kueue import customize as customize_answer
+from app.integrations.kueue import customize as customize_answer
 from tests.support import REPO
 from tests.support.kustomize import overlay_objects
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app import metrics
+from app.service import metrics
 from tests.support import REPO
 from tests.support.kustomize import documents
 from tests.support.overlays import HOOK_LABELS, build
@@ -272,7 +272,7 @@ def test_outcomes_the_error_alert_leaves_out_are_the_hooks() -> None:
     layer really reports, or a renamed outcome would silently count as a failure (or vanish)."""
     (rule,) = (r for g in groups() for r in g["rules"] if r.get("alert") == "MXJobSyncErrors")
     (excluded,) = re.findall(r'outcome!~"([a-z_|]+)"', rule["expr"])
-    web = (REPO / "app" / "web.py").read_text()
+    web = "\n".join(f.read_text() for f in sorted((REPO / "app" / "service").glob("*.py")))
     reported = set(re.findall(r'Refused\(\d+, "([a-z_]+)"', web))
     for answered in re.findall(r'return "([a-z_]+)" if .* else "([a-z_]+)"', web):
         reported |= set(answered)

@@ -7,8 +7,8 @@ created from then on reads the new layout."""
 import json
 from typing import Any
 
-from app import kubeenv, reconcile, template
-from app.reconcile import sync
+from app.core import kubeenv, mxconfig, reconcile
+from app.core.reconcile import sync
 from tests.support import jobs as s
 from tests.support.golden_cases import released_0_1_0
 from tests.support.simcluster import SimCluster
@@ -146,7 +146,7 @@ def test_the_old_keys_go_once_no_pod_reads_them() -> None:
     cluster.parent["spec"]["runPolicy"] = {"suspend": False}
     cluster.sync(after=5)
     data = cluster.children["ConfigMap.v1"]["mnist-mx-config"]["data"]
-    assert tuple(data) == template.JOB_ENV
+    assert tuple(data) == mxconfig.JOB_ENV
     assert {n: env_form(p) for n, p in cluster.pods().items()} == dict.fromkeys(ALL, "envFrom")
 
 

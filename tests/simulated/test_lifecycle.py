@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from tests.support import jobs as s
 from tests.support.simcluster import SimCluster
 

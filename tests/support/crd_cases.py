@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.sizerule import MAX_REPLICAS
+from app.core.sizerule import MAX_REPLICAS
 from tests.support import FIXTURES, REPO
 from tests.support.crd_admission import NOT_CHECKED
 
@@ -554,7 +554,7 @@ INVALID = [
             *case(
                 "dist-cpu.yaml",
                 worker(containers(MXNET | {"env": [{"name": name, "value": "1"}]})),
-                # The env-name rule again in the hook's table (tests/unit/test_validation.py): the same
+                # The env-name rule again in the hook's table (tests/unit/core/test_validation.py): the same
                 # names, the CRD's own message; each tier keeps its own table.
                 f"{SPECS}.Worker.template.spec.containers[0].env[0].name: '{name}' does not "
                 "match '^[ -<>-~]+$'",

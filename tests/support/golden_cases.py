@@ -11,8 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app import envelope
-from app.reconcile import sync
+from app.core import envelope
+from app.core.reconcile import sync
 from tests.support import REPO
 from tests.support import jobs as s
 

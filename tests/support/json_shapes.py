@@ -1,11 +1,11 @@
 """JSON that costs the most memory per byte once parsed, as the `related` field of a valid sync
-request (a field the hook ignores), sized to a number of bytes or to app.parsecost.PARSE_BUDGET."""
+request (a field the hook ignores), sized to a number of bytes or to app.core.parsecost.PARSE_BUDGET."""
 
 from collections.abc import Callable
 
 import orjson
 
-from app import parsecost
+from app.core import parsecost
 from tests.support import jobs as s
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.reconcile import sync
+from app.core.reconcile import sync
 from tests.support import jobs as s
 
 

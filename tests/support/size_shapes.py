@@ -1,8 +1,8 @@
-"""Pod templates of many shapes for the size rule's tests (tests/unit/test_size_rule.py, and
+"""Pod templates of many shapes for the size rule's tests (tests/unit/core/test_size_rule.py, and
 tests/apiserver/test_size_estimate.py and test_worst_case.py on the real API server): the
 smallest, one large value, and many small list entries or map keys, the costliest per byte;
 train jobs of those templates, and the most replicas the rule admits for each (LARGEST, which
-tests/unit/test_size_rule.py checks and test_worst_case.py syncs)."""
+tests/unit/core/test_size_rule.py checks and test_worst_case.py syncs)."""
 
 from collections.abc import Callable
 from typing import Any

@@ -3,7 +3,7 @@ a legacy `label`, a template's own annotation and env), and what its processes m
 
 from typing import Any
 
-from app import template
+from app.core import mxconfig
 from tests.support import jobs as s
 
 # Another text for the legacy `label` of a second replica type, so both sources are checked
@@ -18,7 +18,7 @@ def tune_job(text: str) -> dict[str, Any]:
     """A tune job whose TunerServer's tuner-server-key annotation is `text` and whose
     TunerTracker's legacy label is LEGACY."""
     server = s.replica(2)
-    server["template"]["metadata"] = {"annotations": {template.TUNER_SERVER_KEY: text} | ANNOTATION}
+    server["template"]["metadata"] = {"annotations": {mxconfig.TUNER_SERVER_KEY: text} | ANNOTATION}
     server["template"]["spec"]["containers"][0]["env"] = [THEIRS]
     tracker = s.replica(1) | {"label": LEGACY}
     specs = {"TunerTracker": tracker, "TunerServer": server, "Tuner": s.replica(1)}

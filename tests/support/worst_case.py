@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from app import envelope
-from app.template import Layout
+from app.core import envelope
+from app.core.mxconfig import Layout
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests.support import jobs as s

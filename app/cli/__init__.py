@@ -1,0 +1,1 @@
+"""The command line: `python -m app serve|render|ttl-controller|kueue-status`."""

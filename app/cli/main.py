@@ -1,0 +1,81 @@
+"""Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job,
+`python -m app ttl-controller` deletes finished jobs whose TTL has passed,
+`python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md)."""
+
+import argparse
+import logging
+
+from app import __version__
+from app.cli import render
+from app.core.render import CHILD_TYPES, INLINE_CHILD_TYPES
+from app.service import server, settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command `argv` names; return the exit code."""
+    args = _parser().parse_args(argv)
+    if args.command == "kueue-status":
+        return _kueue_status()
+    if args.command == "serve":
+        server.run(settings.from_env(), args.host, args.port)
+        return 0
+    if args.command == "ttl-controller":
+        # Imported here: the hook's own commands need no Kubernetes client.
+        from app.controllers.ttl import main as ttl_controller
+
+        return ttl_controller.run(args.host, args.port, args.log_level)
+    child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
+    return render.run(args.file, args.namespace, args.expand, child_types)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"mxjob-controller {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the sync hook")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    dry_run = commands.add_parser(
+        "render",
+        help="print the status and children the hook gives MXJobs at creation; "
+        "exit 1 if the hook refuses any of them, 2 if the input is not MXJobs",
+    )
+    dry_run.add_argument("file", help="YAML file with one or more MXJobs, or - for stdin")
+    dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
+    dry_run.add_argument(
+        "--expand",
+        action="store_true",
+        help="show each container's env as its process reads it: ConfigMap references "
+        "resolved and $(VAR) expanded, as the kubelet does",
+    )
+    dry_run.add_argument(
+        "--no-configmaps",
+        action="store_true",
+        help="as under a CompositeController that declares no ConfigMap children: MX_CONFIG "
+        "whole in every pod, and the size rule of that layout",
+    )
+    ttl = commands.add_parser(
+        "ttl-controller",
+        help="delete each finished MXJob once its ttlSecondsAfterFinished has passed "
+        "(the cluster's credentials: in-cluster, else KUBECONFIG); /metrics and /healthz on --port",
+    )
+    ttl.add_argument("--host", default="127.0.0.1")
+    ttl.add_argument("--port", type=int, default=9090)
+    ttl.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    commands.add_parser(
+        "kueue-status",
+        help="write the PodsReady condition and clear evicted reservations on the Kueue "
+        "Workloads of MXJobs (in cluster, or with $KUBECONFIG)",
+    )
+    return parser
+
+
+def _kueue_status() -> int:
+    # Imported here: the hook's own commands need no Kubernetes client.
+    from app.controllers.kueuestatus import watch
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # lightkube's transport logs every request at INFO; the writer logs what it changes.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    watch.run()
+    return 0

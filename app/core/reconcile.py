@@ -1,0 +1,132 @@
+"""The sync hook as a pure function: observed state and `now` in, desired state out."""
+
+import functools
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.core import builders, children, conditions, envelope, observed, status
+from app.core.decide import decide
+from app.core.envelope import ObjectMeta
+from app.core.errors import SpecError
+from app.core.mxconfig import config_map_name
+from app.core.spec import ReplicaType
+from app.core.times import sooner
+from app.core.validation import replica_services, validated_spec
+from app.integrations import AT_THE_SEAM, gang
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    """The answer to one sync request, and what the web layer logs and counts about it."""
+
+    answer: dict[str, Any]
+    namespace: str | None
+    name: str
+    # What the spec asks for in all; 0 when it is invalid.
+    replicas: int
+    invalid_spec: bool
+
+
+def sync(body: Any, now: datetime) -> dict[str, Any]:
+    """The answer to one sync request. Raises errors.BadRequest for anything that is not
+    one."""
+    return sync_result(body, now).answer
+
+
+def sync_result(body: Any, now: datetime) -> SyncResult:
+    """Answer one sync request, in the order of docs/behaviour.md: read the request and the
+    previous status, check the spec, decide the status from what was observed, then build
+    the children. Raises errors.BadRequest for anything that is not a sync request."""
+    request = envelope.read_request(body)
+    meta = request.parent.metadata
+    has_children = request.has_pods_or_services()
+    previous = status.read_previous(request.parent.status, has_children)
+    config_map = request.declares(envelope.CONFIG_MAP)
+    pods = observed.read_pods(request.children.get(envelope.POD, {}), meta.name)
+    try:
+        layout = observed.layout(config_map, pods.config_map_use)
+        fresh = observed.layout(config_map, observed.NO_PODS)
+        spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
+        services = replica_services(_extra(meta, "annotations"), spec)
+    except SpecError as err:
+        job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
+        return _result(meta, job_status, children.kept_as_observed(request), 0, replicas=0)
+    # Valid again: reconciliation carries on from the status the job had before the edit.
+    previous = previous.without(conditions.INVALID_SPEC)
+    owned = observed.owned(pods, lambda: request.observed(envelope.SERVICE), meta.name, spec)
+    job = builders.job_context(
+        meta.name,
+        meta.namespace,
+        spec,
+        gang.declared(request.declares),
+        config_map=config_map,
+        observed=pods.config_map_use,
+        services=services,
+    )
+    first_pod = functools.partial(_first_pod, job)
+    joined = (
+        join(request, spec, previous.conditions, previous.finished, first_pod)
+        for join in AT_THE_SEAM
+    )
+    turns = [turn for turn in joined if turn is not None]
+    say = next((turn.say for turn in turns if turn.say is not None), None)
+    decision = decide(meta.name, spec, owned.replicas, previous, now, say)
+    job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
+    if _first(request, previous):
+        # Staged: Metacontroller writes the status only after every child of the answer, so
+        # the first answer is the status alone; writing it brings the sync that asks for all.
+        return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
+    desired, resync = children.desired(job, owned, decision, now, say)
+    resync = sooner(resync, _config_map_retry(request, desired, meta.name))
+    for turn in turns:
+        added, wait = turn.children(decision, now)
+        desired += added
+        resync = sooner(resync, wait)
+    return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
+
+
+def _first_pod(job: builders.JobContext, rtype: ReplicaType) -> dict[str, Any]:
+    """The first pod of a replica type as built: what a Workload's pod set is made from."""
+    return builders.pod(job, rtype, 0, 0, 0)
+
+
+# How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not
+# its child holds the name: that ConfigMap's removal brings no sync of the job's own.
+CONFIG_MAP_RETRY_SECONDS = 30
+
+
+def _config_map_retry(
+    request: envelope.SyncRequest, desired: list[children.Child], name: str
+) -> int:
+    """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
+    for does not (docs/security.md, "The job's ConfigMap"), else 0."""
+    wanted = config_map_name(name)
+    if not request.children.get(envelope.POD) or any(
+        envelope.name_of(c) == wanted for c in request.observed(envelope.CONFIG_MAP)
+    ):
+        return 0
+    asked = any(c.get("kind") == "ConfigMap" and envelope.name_of(c) == wanted for c in desired)
+    return CONFIG_MAP_RETRY_SECONDS if asked else 0
+
+
+def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
+    """A job's first sync: no condition yet and no child of any type."""
+    return not previous.conditions and not any(request.children.values())
+
+
+def _extra(meta: ObjectMeta, key: str) -> Any:
+    """A metadata field the envelope does not type (`labels`, `annotations`), or None."""
+    return meta.model_extra.get(key) if meta.model_extra else None
+
+
+def _result(
+    meta: ObjectMeta,
+    job_status: dict[str, Any],
+    desired: list[children.Child],
+    resync: int,
+    replicas: int,
+) -> SyncResult:
+    answer = {"status": job_status, "children": desired, "resyncAfterSeconds": resync}
+    invalid = status.says_invalid(job_status)
+    return SyncResult(answer, meta.namespace, meta.name, replicas, invalid)

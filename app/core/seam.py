@@ -1,0 +1,87 @@
+"""The seam between the core and its integrations: how one joins a sync, what it says before
+the decision, what it adds to the pods and the children it adds, read by the core without
+naming the integration."""
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Protocol
+
+from app.core.conditions import Condition
+from app.core.decision import Decision
+from app.core.envelope import SyncRequest
+from app.core.spec import MXJobSpec, ReplicaType
+
+
+class PodUpdate(Protocol):
+    """What an integration adds to the pods of one replica type."""
+
+    @property
+    def node_selector(self) -> dict[str, str]: ...
+
+    @property
+    def tolerations(self) -> list[dict[str, Any]]: ...
+
+    @property
+    def labels(self) -> dict[str, str]: ...
+
+    @property
+    def annotations(self) -> dict[str, str]: ...
+
+
+class Say(Protocol):
+    """What an integration says before the decision: the Queued condition to set, as (status,
+    reason, message), or None to leave it; whether the job waits (no pods, Services or job
+    children); and what the pods of each replica type get."""
+
+    @property
+    def wait(self) -> bool: ...
+
+    @property
+    def condition(self) -> tuple[str, str, str] | None: ...
+
+    @property
+    def pod_sets(self) -> Mapping[ReplicaType, PodUpdate]: ...
+
+
+def add_to_pod(pod: dict[str, Any], update: PodUpdate) -> None:
+    """Add an update's labels, annotations, node selector and tolerations to a freshly built
+    pod (its nested maps are its own, or shared read-only with its template)."""
+    meta, spec = pod["metadata"], pod["spec"]
+    if update.labels:
+        meta["labels"] = meta["labels"] | update.labels
+    if update.annotations:
+        meta["annotations"] = (meta.get("annotations") or {}) | update.annotations
+    if update.node_selector:
+        spec["nodeSelector"] = (spec.get("nodeSelector") or {}) | update.node_selector
+    if update.tolerations:
+        have = list(spec.get("tolerations") or [])
+        spec["tolerations"] = have + [t for t in update.tolerations if t not in have]
+
+
+# The job's first pod of a replica type, as the core builds it.
+FirstPod = Callable[[ReplicaType], dict[str, Any]]
+
+
+class Turn(Protocol):
+    """An integration's part in one sync, once it has read the request: what it says before
+    the decision, and the children it adds after the core's, with the resync its timers need
+    (0: none)."""
+
+    @property
+    def say(self) -> Say | None: ...
+
+    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]: ...
+
+
+class Join(Protocol):
+    """How an integration joins a sync of a valid job: its Turn, or None when the controller
+    does not declare what it needs."""
+
+    def __call__(
+        self,
+        request: SyncRequest,
+        spec: MXJobSpec,
+        previous: list[Condition],
+        finished: bool,
+        first_pod: FirstPod,
+    ) -> Turn | None: ...

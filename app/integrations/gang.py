@@ -1,0 +1,71 @@
+"""Gang scheduling: one PodGroup per job when Metacontroller declares a PodGroup child type."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.core import names
+from app.core.spec import MXJobSpec
+
+
+@dataclass(frozen=True)
+class GangScheduler:
+    """A batch scheduler's PodGroup API and how its pods name their group."""
+
+    child_type: str
+    api_version: str
+    scheduler_name: str
+    group_annotation: str | None = None
+    group_label: str | None = None
+
+
+VOLCANO = GangScheduler(
+    child_type="PodGroup.scheduling.volcano.sh/v1beta1",
+    api_version="scheduling.volcano.sh/v1beta1",
+    scheduler_name="volcano",
+    group_annotation="scheduling.k8s.io/group-name",
+)
+SCHEDULER_PLUGINS = GangScheduler(
+    child_type="PodGroup.scheduling.x-k8s.io/v1alpha1",
+    api_version="scheduling.x-k8s.io/v1alpha1",
+    scheduler_name="scheduler-plugins-scheduler",
+    group_label="scheduling.x-k8s.io/pod-group",
+)
+KNOWN = (VOLCANO, SCHEDULER_PLUGINS)
+
+
+def declared(declares: Callable[[str], bool]) -> GangScheduler | None:
+    """The gang scheduler whose PodGroup type the controller `declares` (Volcano first)."""
+    return next((g for g in KNOWN if declares(g.child_type)), None)
+
+
+def pod_group(
+    gang: GangScheduler, name: str, namespace: str | None, spec: MXJobSpec
+) -> dict[str, Any]:
+    """The job's PodGroup: all of its pods are scheduled together or not at all."""
+    policy = spec.runPolicy.schedulingPolicy
+    total = sum(r.replicas for r in spec.mxReplicaSpecs.values())
+    group: dict[str, Any] = {
+        "minMember": policy.minAvailable if policy and policy.minAvailable is not None else total
+    }
+    if policy and policy.minResources:
+        group["minResources"] = dict(policy.minResources)
+    if gang is VOLCANO and policy:
+        if policy.queue:
+            group["queue"] = policy.queue
+        if policy.priorityClass:
+            group["priorityClassName"] = policy.priorityClass
+    if gang is SCHEDULER_PLUGINS and policy and policy.scheduleTimeoutSeconds is not None:
+        group["scheduleTimeoutSeconds"] = policy.scheduleTimeoutSeconds
+    meta = names.metadata(name, namespace, names.job_labels(name), {})
+    return {"apiVersion": gang.api_version, "kind": "PodGroup", "metadata": meta, "spec": group}
+
+
+def join(gang: GangScheduler, pod: dict[str, Any], group: str) -> None:
+    """Put a freshly built pod into the job's group. A scheduler the user chose is kept."""
+    pod["spec"].setdefault("schedulerName", gang.scheduler_name)
+    meta = pod["metadata"]
+    if gang.group_annotation:
+        meta["annotations"] = meta.get("annotations", {}) | {gang.group_annotation: group}
+    if gang.group_label:
+        meta["labels"][gang.group_label] = group

@@ -1,0 +1,1 @@
+"""The web service around the core: routes, admission, the server, auth, metrics, logs, settings."""

@@ -1,0 +1,120 @@
+"""The service's settings, read from the environment once at start-up."""
+
+import os
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+
+from app.core.parsecost import MiB
+
+PREFIX = "MXJOB_"
+
+
+class Settings(BaseModel):
+    # Answer as if it were this moment (RFC 3339). For tests and for reproducing a golden
+    # answer with curl; never set it in a cluster, where deadlines and TTLs need the clock.
+    frozen_clock: datetime | None = None
+    # Largest request body accepted; larger ones get 413 before they are read. Validation
+    # admits only jobs whose sync request, once every child exists, is estimated at no more
+    # than 48 MiB (app/core/sizerule.py, the size rule; docs/reliability.md has the sizes
+    # measured). The rest is headroom for what others add to children.
+    max_body_bytes: int = Field(default=64 * MiB, gt=0)
+    # A sync that takes longer than this is logged as a warning (Metacontroller gives up at
+    # its webhook timeout, 10 s by default).
+    slow_sync_seconds: float = Field(default=2.0, gt=0)
+    # Bearer token that /sync requires; off when neither it nor the file is set. The file
+    # (a mounted Secret) is read again whenever it changes, so a rotated Secret needs no
+    # restart.
+    auth_token: SecretStr | None = None
+    auth_token_file: Path | None = None
+    # Serve HTTPS with this certificate chain and key (PEM files).
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    # Python log level name for the JSON logs.
+    log_level: str = "INFO"
+    # Metacontroller's webhook timeout (the CompositeController's `timeout`, 10 s by default):
+    # work still queued after this long is dropped, since nobody waits for its answer, and
+    # the read and send deadlines below default to fractions of it.
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    # A connection must deliver a whole request head this soon after it opens or after its
+    # previous answer, or it is closed: idle and slow-header connections hold no slot.
+    header_timeout_seconds: float = Field(default=5.0, gt=0)
+    # A body must keep arriving (no gap longer than the first) and be complete within the
+    # second, counted from its request head; else 408 and its slot is released. Unset: a
+    # fifth and four fifths of the webhook timeout.
+    read_chunk_timeout_seconds: float | None = Field(default=None, gt=0)
+    read_timeout_seconds: float | None = Field(default=None, gt=0)
+    # An answer must be taken by the client within this long of its first byte, or the
+    # connection is cut and the answer's memory freed. Unset: the webhook timeout.
+    send_timeout_seconds: float | None = Field(default=None, gt=0)
+    # Bytes of request bodies and answers held at once; a request that does not fit gets
+    # 429 (or waits, if large, until its deadline, then 503). Unset: MXJOB_MAX_BODY_BYTES,
+    # so that one request of the largest size always fits (docs/reliability.md).
+    bytes_in_flight: int | None = Field(default=None, gt=0)
+    # Open connections; a request on a connection over the limit gets 503 (uvicorn's
+    # limit_concurrency). Each costs at most ~80 KiB of buffers (16 KiB of head, 64 KiB of
+    # body before reading pauses).
+    max_connections: int = Field(default=256, gt=0)
+    # uvicorn's HTTP parser and event loop: httptools on uvloop (C, the default), or h11 on
+    # asyncio (pure Python, the stack of earlier versions; same deadlines and limits), a way
+    # back without a new image should the C stack misbehave.
+    http: Literal["httptools", "h11"] = "httptools"
+
+    @field_validator("frozen_clock")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("needs a time zone, e.g. 2026-11-22T12:00:00Z")
+        return value
+
+    @field_validator("auth_token")
+    @classmethod
+    def _not_blank(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("is empty; unset it to turn authentication off")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        if value.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ValueError("must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        return value.upper()
+
+    @model_validator(mode="after")
+    def _pairs(self) -> "Settings":
+        if self.auth_token is not None and self.auth_token_file is not None:
+            raise ValueError("set MXJOB_AUTH_TOKEN or MXJOB_AUTH_TOKEN_FILE, not both")
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("MXJOB_TLS_CERT_FILE and MXJOB_TLS_KEY_FILE go together")
+        if self.bytes_in_flight is not None and self.bytes_in_flight < self.max_body_bytes:
+            raise ValueError("MXJOB_BYTES_IN_FLIGHT must be at least MXJOB_MAX_BODY_BYTES")
+        return self
+
+    @property
+    def read_chunk_seconds(self) -> float:
+        return self.read_chunk_timeout_seconds or self.webhook_timeout_seconds / 5
+
+    @property
+    def read_seconds(self) -> float:
+        return self.read_timeout_seconds or self.webhook_timeout_seconds * 4 / 5
+
+    @property
+    def send_seconds(self) -> float:
+        return self.send_timeout_seconds or self.webhook_timeout_seconds
+
+    @property
+    def budget_bytes(self) -> int:
+        return self.bytes_in_flight or self.max_body_bytes
+
+
+def from_env(environ: Mapping[str, str] = os.environ) -> Settings:
+    fields = {
+        name: environ[PREFIX + name.upper()]
+        for name in Settings.model_fields
+        if PREFIX + name.upper() in environ
+    }
+    return Settings.model_validate(fields)

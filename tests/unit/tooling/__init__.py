@@ -1,0 +1,1 @@
+"""Unit tests of the tooling: scripts/ and localcluster/."""
