@@ -11,20 +11,11 @@ from app.integrations.kueue.api import (
     WORKLOAD_TYPE,
 )
 from app.integrations.kueue.flavors import pod_set_infos
-from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.hook import RELATED_RESOURCES, customize, namespace_rules
 from app.integrations.kueue.priorities import Priority, priority
 from app.integrations.kueue.queues import Queueing, queueing
 from app.integrations.kueue.sync import join
-from app.integrations.kueue.workloads import (
-    HASH_LENGTH,
-    covers,
-    legacy_workload_name,
-    pod_sets,
-    pod_template,
-    workload,
-    workload_name,
-)
+from app.integrations.kueue.workloads import HASH_LENGTH, legacy_workload_name
 
 __all__ = [
     "API_VERSION",
@@ -35,23 +26,15 @@ __all__ = [
     "QUEUE_LABEL",
     "RELATED_RESOURCES",
     "WORKLOAD_TYPE",
-    "JobView",
     "PodSetInfo",
     "Priority",
-    "QueueDecision",
     "Queueing",
     "admission",
-    "covers",
     "customize",
-    "gate",
     "join",
     "legacy_workload_name",
     "namespace_rules",
     "pod_set_infos",
-    "pod_sets",
-    "pod_template",
     "priority",
     "queueing",
-    "workload",
-    "workload_name",
 ]
