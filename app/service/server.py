@@ -190,6 +190,30 @@ class H11Deadlines(Deadlines, H11Protocol):
         self._answered(self.cycle)
 
 
+# What of uvicorn's internals the two classes above rely on, beyond its public API: the methods
+# they override or call (name: its parameters after self) and the attributes they read.
+# tests/unit/service/test_uvicorn_internals.py fails on an upgrade that changes any of them.
+UVICORN_METHODS: dict[type, dict[str, tuple[str, ...]]] = {
+    HttpToolsProtocol: {
+        "connection_made": ("transport",), "connection_lost": ("exc",),
+        "data_received": ("data",), "on_headers_complete": (), "on_message_complete": (),
+        "on_response_complete": (), "send_400_response": ("msg",),
+    },
+    H11Protocol: {
+        "connection_made": ("transport",), "connection_lost": ("exc",), "handle_events": (),
+        "on_response_complete": (),
+    },
+}  # fmt: skip
+# Instance attributes: the protocol's current request (`cycle`) and transport, and whether a
+# request's answer is complete.
+UVICORN_ATTRIBUTES: dict[type, tuple[str, ...]] = {
+    HttpToolsProtocol: ("cycle", "transport"),
+    H11Protocol: ("cycle", "transport"),
+    httptools_impl.RequestResponseCycle: ("response_complete",),
+    h11_impl.RequestResponseCycle: ("response_complete",),
+}
+
+
 # Per MXJOB_HTTP: the protocol and the event loop it runs on.
 STACKS: dict[str, tuple[type[Deadlines], str]] = {
     "httptools": (HttpToolsDeadlines, "uvloop"),
