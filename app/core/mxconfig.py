@@ -43,7 +43,7 @@ class Layout(Enum):
     CONFIG_MAP = "ConfigMap"
     # In the job's ConfigMap under release 0.1.0's keys, read key by key, with every DMLC_*
     # variable in the pod's own env: a pod is O(1).
-    RELEASE_0_1_0 = "release 0.1.0"
+    CONFIG_MAP_KEYS = "ConfigMap keys"
     # Whole in every container's env: a pod is O(replicas), a sync request O(replicas^2).
     INLINE = "inline"
 

@@ -34,7 +34,7 @@ def layout(config_map: bool, observed: ConfigMapUse) -> Layout:
     0.1.0's while a pod reads its keys."""
     if not config_map or observed.inline:
         return Layout.INLINE
-    return Layout.RELEASE_0_1_0 if observed.old_keys else Layout.CONFIG_MAP
+    return Layout.CONFIG_MAP_KEYS if observed.old_keys else Layout.CONFIG_MAP
 
 
 def config_map_use(pods: Iterable[Any], name: str) -> ConfigMapUse:

@@ -195,14 +195,14 @@ def _layout_copies(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCop
 
 
 def _layout_walked(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCopies:
-    own = copies(list(own_env(job_name, spec, layout is Layout.RELEASE_0_1_0)))
+    own = copies(list(own_env(job_name, spec, layout is Layout.CONFIG_MAP_KEYS)))
     cluster = cluster_text_counts(job_name, spec)
     labels = kubelet_literal(labels_text(spec))
     texts = {
         rtype: _mx_config_copies(cluster, labels, rtype, spec.replicas(rtype))
         for rtype in spec.mxReplicaSpecs
     }
-    if layout is Layout.RELEASE_0_1_0:
+    if layout is Layout.CONFIG_MAP_KEYS:
         longest = max(texts.values(), default=(0, 0, 0))
         return _LayoutCopies(sum_copies(longest, longest), dict.fromkeys(texts, own))
     return _LayoutCopies((0, 0, 0), {rtype: sum_copies(own, text) for rtype, text in texts.items()})

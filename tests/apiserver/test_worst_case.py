@@ -54,7 +54,7 @@ WORST = [
     *(pytest.param(Layout.INLINE, *p.values, id=f"inline-{p.id}") for p in INLINE_LARGEST),
     # A job of release 0.1.0's layout: the two largest requests.
     *(
-        pytest.param(Layout.RELEASE_0_1_0, *p.values, id=f"release-0.1.0-{p.id}")
+        pytest.param(Layout.CONFIG_MAP_KEYS, *p.values, id=f"release-0.1.0-{p.id}")
         for p in RELEASE_0_1_0_LARGEST
         if p.id in {"one-letter-name", "three-sidecars"}
     ),

@@ -51,7 +51,7 @@ def sample_children(
         {} if layout is Layout.INLINE else {envelope.CONFIG_MAP: []}
     )
     answer = s.created(s.request(parent, others=maps), now)
-    if layout is Layout.RELEASE_0_1_0:
+    if layout is Layout.CONFIG_MAP_KEYS:
         answer = released_0_1_0(answer)
     first: dict[tuple[str, str], dict[str, Any]] = {}
     for child in answer["children"]:

@@ -99,7 +99,7 @@ INLINE_HINT = "the CompositeController declares no ConfigMap children"
     ("layout", "name", "make", "most"),
     [pytest.param(Layout.INLINE, *p.values, id=f"inline-{p.id}") for p in INLINE_LARGEST]
     + [
-        pytest.param(Layout.RELEASE_0_1_0, *p.values, id=f"release-0.1.0-{p.id}")
+        pytest.param(Layout.CONFIG_MAP_KEYS, *p.values, id=f"release-0.1.0-{p.id}")
         for p in RELEASE_0_1_0_LARGEST
     ],
 )
@@ -424,7 +424,7 @@ def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() ->
 def test_remembered_layout_copies_are_the_walked_ones_and_stay_bounded() -> None:
     sizerule._LAYOUTS.clear()
     for n in (3, 500):
-        for layout in (Layout.INLINE, Layout.RELEASE_0_1_0):
+        for layout in (Layout.INLINE, Layout.CONFIG_MAP_KEYS):
             typed = MXJobSpec.model_validate(normalise(train()(n)))
             remembered = sizerule._layout_copies("a", typed, layout)
             assert remembered == sizerule._layout_walked("a", typed, layout)
