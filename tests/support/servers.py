@@ -1,4 +1,4 @@
-"""Helpers for the hardening tests: the ASGI app in-process, and the real server."""
+"""The hook for the HTTP tests: the ASGI app in-process, and the real server on loopback."""
 
 import ipaddress
 import os
