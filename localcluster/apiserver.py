@@ -232,6 +232,13 @@ def apiserver_command(
     ]  # fmt: skip
 
 
+def token_kubeconfig(server: ApiServer, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig at `path` with a token of the ServiceAccount `namespace/account`
+    (TokenRequest, 2 hours), to run a component as its own identity."""
+    token = server.kubectl("create", "token", account, "-n", namespace, "--duration=2h").stdout
+    return write_kubeconfig(path, server.url, server.ca_cert, token.strip())
+
+
 def write_kubeconfig(
     path: Path, url: str, ca_cert: Path, token: str, user: str = ADMIN_USER
 ) -> Path:

@@ -4,7 +4,6 @@ ClusterRole is exactly the shipped role's rules (and a component's, added), the 
 `commandArgs` and only those, the probes still reach the health port those arguments bind, and
 the StatefulSet is named `<release>-metacontroller-helm`, as the page's commands say."""
 
-import re
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,12 +12,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.manifests.test_metacontroller_role import documented_rules, metacontroller_rules
-from tests.support import FIXTURES, REPO
+from tests.manifests.test_metacontroller_role import (
+    documented_helm_values,
+    documented_rules,
+    metacontroller_rules,
+)
+from tests.support import FIXTURES
 from tests.support.kustomize import overlay_objects
 
 CHART = FIXTURES / "metacontroller-helm"
-INSTALL_MD = REPO / "docs" / "install.md"
 RELEASE = "mc"
 
 
@@ -46,15 +48,8 @@ def render(go_tool: Callable[[str], Path], tmp_path_factory: pytest.TempPathFact
     return rendered
 
 
-def documented_values() -> dict[str, Any]:
-    text = INSTALL_MD.read_text()
-    (values,) = re.findall(r"```yaml\n(# values for metacontroller-helm\n.*?)```", text, re.S)
-    found: dict[str, Any] = yaml.safe_load(values)
-    return found
-
-
 def test_the_documented_values_give_the_shipped_role_and_flags(render: Any) -> None:
-    values = documented_values()
+    values = documented_helm_values()
     objects = render(values)
     role, statefulset = objects["ClusterRole"], objects["StatefulSet"]
     assert role["rules"] == metacontroller_rules(overlay_objects("with-metacontroller"))
@@ -77,7 +72,7 @@ def test_the_documented_values_give_the_shipped_role_and_flags(render: Any) -> N
 
 @pytest.mark.parametrize("component", ["events", "kueue", "scheduler-plugins", "volcano"])
 def test_a_components_documented_rules_added(render: Any, component: str) -> None:
-    values = documented_values()
+    values = documented_helm_values()
     values["clusterRole"]["rules"] += documented_rules()[component]
     role = render(values)["ClusterRole"]
     assert role["rules"] == metacontroller_rules(overlay_objects("with-metacontroller", component))

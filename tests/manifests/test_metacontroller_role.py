@@ -103,12 +103,20 @@ def test_the_binding_gives_the_role_to_metacontrollers_service_account_only() ->
     ]
 
 
+def documented_helm_values() -> dict[str, Any]:
+    """docs/install.md's values for Metacontroller's Helm chart (`metacontroller-helm`)."""
+    (values,) = re.findall(
+        r"```yaml\n(# values for metacontroller-helm\n.*?)```", INSTALL_MD.read_text(), re.S
+    )
+    found: dict[str, Any] = yaml.safe_load(values)
+    return found
+
+
 def documented_rules() -> dict[str, list[dict[str, Any]]]:
     """docs/install.md's rules for Metacontroller's Helm chart: its `clusterRole.rules` value,
     and the rules each component adds (component name: rules)."""
     text = INSTALL_MD.read_text()
-    (values,) = re.findall(r"```yaml\n(# values for metacontroller-helm\n.*?)```", text, re.S)
-    found = {"": yaml.safe_load(values)["clusterRole"]["rules"]}
+    found = {"": documented_helm_values()["clusterRole"]["rules"]}
     for name, block in re.findall(
         r"With `manifests/components/([\w-]+)`, add to `clusterRole.rules`:\n+```yaml\n(.*?)```",
         text,

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from localcluster.apiserver import ApiServer, Binaries, cluster, write_kubeconfig
+from localcluster.apiserver import ApiServer, Binaries, cluster, token_kubeconfig
 from localcluster.crds import install_crds
 from localcluster.kueue import install_kueue_crds, obtain_kueue, run_kueue, run_status_writer
 from localcluster.realstack import (
@@ -58,10 +58,7 @@ def writer_kubeconfig(server: ApiServer, path: Path) -> Path:
     namespace = {"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": account["namespace"]}}  # fmt: skip
     server.apply(namespace, *objects)
-    token = server.kubectl(
-        "create", "token", account["name"], "-n", account["namespace"], "--duration=2h"
-    ).stdout.strip()
-    return write_kubeconfig(path, server.url, server.ca_cert, token)
+    return token_kubeconfig(server, account["namespace"], account["name"], path)
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from localcluster.apiserver import ApiServer, http_ok, running, wait_until, write_kubeconfig
+from localcluster.apiserver import ApiServer, http_ok, running, token_kubeconfig, wait_until
 from localcluster.ports import free_port
 from tests.support import REPO
 
@@ -35,8 +35,7 @@ def rbac(namespace: str) -> list[dict[str, Any]]:
 def account_kubeconfig(server: ApiServer, namespace: str, path: Path) -> Path:
     """A kubeconfig with a token of the component's ServiceAccount (TokenRequest, 2 hours)."""
     server.apply(*rbac(namespace))
-    token = server.kubectl("create", "token", ACCOUNT, "-n", namespace, "--duration=2h").stdout
-    return write_kubeconfig(path, server.url, server.ca_cert, token.strip())
+    return token_kubeconfig(server, namespace, ACCOUNT, path)
 
 
 @dataclass
