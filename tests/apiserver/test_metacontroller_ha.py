@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,7 @@ class Cluster:
     kubeconfig: Path  # Metacontroller's ServiceAccount's, under the shipped role
     replicas: list[Metacontroller] = field(default_factory=list)
     events: list[tuple[str, str, str, str]] = field(default_factory=list)  # type, ns, name, uid
+    namespaces: list[str] = field(default_factory=list)  # the lives' so far
 
     def start_replica(self) -> Metacontroller:
         flags = (*shipped_flags(), *leader_election_flags())
@@ -191,26 +193,49 @@ def taken_over(ha: Cluster, failover: Failover) -> tuple[Metacontroller, float]:
     return leader, time.monotonic() - failover.at
 
 
-def applies(audit: Path, since: int) -> Counter[tuple[str, str, str]]:
-    """Metacontroller's server-side applies (forced apply patches) from line `since` of the
-    audit log on, by (resource, namespace, name)."""
+def applies(audit: Path, since: datetime) -> Counter[tuple[str, str, str]]:
+    """Metacontroller's server-side applies (forced apply patches) that the API server received
+    after `since`, by (resource, namespace, name). By when each was received, not where its
+    line is: a request's line is written when it completes, after a watch may have seen its
+    object."""
     found: Counter[tuple[str, str, str]] = Counter()
     with audit.open() as lines:
-        for number, line in enumerate(lines):
-            if number < since or "force=true" not in line:
+        for line in lines:
+            if "force=true" not in line:
                 continue
             event = json.loads(line)
             ref = event.get("objectRef") or {}
-            if event["verb"] == "patch" and str(event.get("userAgent", "")).startswith(
-                "metacontroller/"
+            if (
+                event["verb"] == "patch"
+                and str(event.get("userAgent", "")).startswith("metacontroller/")
+                and datetime.fromisoformat(event["requestReceivedTimestamp"]) > since
             ):
                 found[(ref["resource"], ref["namespace"], ref["name"])] += 1
     return found
 
 
-def lines(audit: Path) -> int:
-    with audit.open() as log:
-        return sum(1 for _ in log)
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def children(*namespaces: str) -> set[tuple[str, str, str]]:
+    """Every Service and ConfigMap of both jobs in `namespaces`, as `applies` names them."""
+    return {
+        (resource, namespace, name)
+        for namespace in namespaces
+        for job in (big_job(), small_job())
+        for resource, name in [("services", n) for n in names(job)]
+        + [("configmaps", f"{job['metadata']['name']}-mx-config")]
+    }
+
+
+def logged(audit: Path, since: datetime, expected: set[tuple[str, str, str]]) -> None:
+    """Wait until an apply of each of `expected` received after `since` is in the audit log,
+    so that none of them is still in flight when the next phase starts."""
+    wait_for(
+        lambda: expected - set(applies(audit, since)), "the applies logged", 60,
+        lambda missing: not missing,
+    )  # fmt: skip
 
 
 def names(job: dict[str, Any]) -> tuple[str, ...]:
@@ -238,6 +263,7 @@ def life(ha: Cluster, namespace: str, kill: bool) -> Run:
     """Both jobs from submission to success; with `kill`, the leader is killed twice."""
     server, rest = ha.server, ha.rest
     server.kubectl("create", "namespace", namespace)
+    ha.namespaces.append(namespace)
     takeovers = []
     pods_path = f"/api/v1/namespaces/{namespace}/pods"
 
@@ -245,10 +271,12 @@ def life(ha: Cluster, namespace: str, kill: bool) -> Run:
         return len(rest.list(pods_path)[0])
 
     big, small = big_job(), small_job()
+    started = now()
     big_run = apply_job(server, rest, namespace, big)
     if kill:
         wait_for(count, "the big job's first pods", until=lambda n: n > 0)
         failover = kill_leader(ha)
+        started = now()
         assert count() < len(names(big)), "killed while the children were being created"
     small_run = apply_job(server, rest, namespace, small)  # while no replica leads
     if kill:
@@ -258,7 +286,10 @@ def life(ha: Cluster, namespace: str, kill: bool) -> Run:
     for job, run in ((big, big_run), (small, small_run)):
         run.reaches(State(CREATED, pods("Pending", *names(job)), names(job)), "created", 300)
 
-    before = lines(ha.audit)
+    # Every apply of the first half is logged before the second starts: the creations (and,
+    # after a takeover, the new leader's applies of every job on the server) are all in.
+    logged(ha.audit, started, children(*ha.namespaces))
+    before = now()
     kubelet = Kubelet(rest, namespace)
     starting = threading.Thread(target=kubelet.run)
     starting.start()
@@ -300,17 +331,11 @@ def test_the_standby_takes_over_and_every_job_ends_as_without_the_kill(
     # applies every Service and ConfigMap of every job on the server, the reference run's
     # finished ones too (the same number of times each), and no pod.
     assert reference.applied == Counter()
-    children = {
-        (resource, namespace, name)
-        for namespace in ("reference", "failover")
-        for job in (big_job(), small_job())
-        for resource, name in [("services", n) for n in names(job)]
-        + [("configmaps", f"{job['metadata']['name']}-mx-config")]
-    }
-    assert set(failed_over.applied) == children
+    every_child = children("reference", "failover")
+    assert set(failed_over.applied) == every_child
     (times,) = set(failed_over.applied.values())
     assert times == 1, "each once"
     figure(
-        f"failover cost: {len(children)} Services and ConfigMaps applied {times} times each "
+        f"failover cost: {len(every_child)} Services and ConfigMaps applied {times} times each "
         f"by the new leader, no pod"
     )
