@@ -1,6 +1,6 @@
 """Desired children: one pod and one headless Service per replica index."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,6 @@ from app.core.mxconfig import (
 )
 from app.core.observed import NO_PODS, ConfigMapUse
 from app.core.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
-from app.integrations.gang import GangScheduler, join
 
 CONTROLLER_UID = "controller-uid"
 _RESERVED = frozenset(RESERVED_ENV)
@@ -69,7 +68,6 @@ class JobContext:
     # The job-wide DMLC_* variables written into each pod's env: none with `envFrom`.
     dmlc_env: tuple[dict[str, str], ...]
     by_type: Mapping[ReplicaType, ReplicaTypeContext]
-    gang: GangScheduler | None = None
     # True when the controller declares ConfigMap children: MX_CONFIG's shared parts and
     # the job-wide variables then live in the job's ConfigMap, and each pod carries only its
     # own few bytes.
@@ -83,6 +81,9 @@ class JobContext:
     named_keys: bool = True
     # Which replicas get a headless Service: each one, or the Scheduler only.
     services: names.ReplicaServices = names.ReplicaServices.ALL
+    # What the integrations that joined the sync add to every pod as it is built
+    # (app/core/seam.py, `Turn.fit_pod`).
+    fits: tuple[Callable[[dict[str, Any]], None], ...] = ()
 
     def has_service(self, rtype: ReplicaType) -> bool:
         """Whether the replicas of this type get a Service (`services`)."""
@@ -93,7 +94,6 @@ def job_context(
     name: str,
     namespace: str | None,
     spec: MXJobSpec,
-    scheduler: GangScheduler | None = None,
     config_map: bool = False,
     observed: ConfigMapUse = NO_PODS,
     services: names.ReplicaServices = names.ReplicaServices.ALL,
@@ -128,7 +128,6 @@ def job_context(
         head_env,
         dmlc,
         by_type,
-        scheduler,
         config_map,
         legacy_keys=legacy,
         named_keys=not legacy or observed.env_from,
@@ -275,8 +274,8 @@ def pod(
         "metadata": names.metadata(name, job.namespace, labels, annotations),
         "spec": spec,
     }
-    if job.gang:
-        join(job.gang, built, job.name)
+    for fit in job.fits:
+        fit(built)
     return built
 
 

@@ -1,7 +1,6 @@
 """The sync hook as a pure function: observed state and `now` in, desired state out."""
 
-import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -10,10 +9,11 @@ from app.core.decide import decide
 from app.core.envelope import ObjectMeta
 from app.core.errors import SpecError
 from app.core.mxconfig import config_map_name
-from app.core.spec import ReplicaType
+from app.core.seam import Turn, said
+from app.core.spec import MXJobSpec, ReplicaType
 from app.core.times import sooner
 from app.core.validation import replica_services, validated_spec
-from app.integrations import AT_THE_SEAM, gang
+from app.integrations import AT_THE_SEAM
 
 
 @dataclass(frozen=True)
@@ -59,25 +59,19 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         meta.name,
         meta.namespace,
         spec,
-        gang.declared(request.declares),
         config_map=config_map,
         observed=pods.config_map_use,
         services=services,
     )
-    first_pod = functools.partial(_first_pod, job)
-    joined = (
-        join(request, spec, previous.conditions, previous.finished, first_pod)
-        for join in AT_THE_SEAM
-    )
-    turns = [turn for turn in joined if turn is not None]
-    say = next((turn.say for turn in turns if turn.say is not None), None)
-    decision = decide(meta.name, spec, owned.replicas, previous, now, say)
+    turns = _joined(request, spec, previous, job)
+    job = _fitted(job, turns)
+    decision = decide(meta.name, spec, owned.replicas, previous, now, said(turns))
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so
         # the first answer is the status alone; writing it brings the sync that asks for all.
         return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
-    desired, resync = children.desired(job, owned, decision, now, say)
+    desired, resync = children.desired(job, owned, decision, now, turns)
     resync = sooner(resync, _config_map_retry(request, desired, meta.name))
     for turn in turns:
         added, wait = turn.children(decision, now)
@@ -86,9 +80,29 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
 
 
-def _first_pod(job: builders.JobContext, rtype: ReplicaType) -> dict[str, Any]:
-    """The first pod of a replica type as built: what a Workload's pod set is made from."""
-    return builders.pod(job, rtype, 0, 0, 0)
+def _joined(
+    request: envelope.SyncRequest,
+    spec: MXJobSpec,
+    previous: status.Previous,
+    job: builders.JobContext,
+) -> list[Turn]:
+    """The integrations' turns in the sync, in AT_THE_SEAM's order. The first pods one reads
+    (a Workload's pod sets) are fitted by those that joined before it."""
+    turns: list[Turn] = []
+
+    def first_pod(rtype: ReplicaType) -> dict[str, Any]:
+        return builders.pod(_fitted(job, turns), rtype, 0, 0, 0)
+
+    for join in AT_THE_SEAM:
+        turn = join(request, spec, previous.conditions, previous.finished, first_pod)
+        if turn is not None:
+            turns.append(turn)
+    return turns
+
+
+def _fitted(job: builders.JobContext, turns: list[Turn]) -> builders.JobContext:
+    """The job's context with what these turns add to every pod."""
+    return replace(job, fits=tuple(turn.fit_pod for turn in turns))
 
 
 # How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not

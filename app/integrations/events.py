@@ -7,7 +7,7 @@ from typing import Any
 from app.core import conditions, names
 from app.core.decision import Decision
 from app.core.envelope import ObjectMeta, SyncRequest
-from app.core.seam import FirstPod
+from app.core.seam import FirstPod, TurnDefaults
 from app.core.spec import MXJobSpec
 from app.core.times import parse_time, seconds_until
 
@@ -118,7 +118,7 @@ def _as_written(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | N
 
 
 @dataclass(frozen=True)
-class EventsTurn:
+class EventsTurn(TurnDefaults):
     """The Events' part in one sync: nothing said before the decision; after it, the job's
     Events and the sync that drops the oldest."""
 

@@ -10,7 +10,7 @@ from app.core import envelope
 from app.core.conditions import Condition
 from app.core.decision import Decision
 from app.core.envelope import SyncRequest
-from app.core.seam import FirstPod
+from app.core.seam import FirstPod, TurnDefaults
 from app.core.spec import MXJobSpec
 from app.integrations.kueue.api import API_VERSION, WORKLOAD_TYPE
 from app.integrations.kueue.gating import JobView, QueueDecision, gate
@@ -27,7 +27,7 @@ from app.integrations.kueue.workloads import (
 
 
 @dataclass(frozen=True)
-class KueueTurn:
+class KueueTurn(TurnDefaults):
     """Kueue's part in one sync: the gate's answer, said before the decision, and the
     Workloads the job keeps after it."""
 
