@@ -4,7 +4,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.core import names
+from app.core import kinds, names
 from app.core.mxconfig import (
     DEFAULT_PORT,
     PORT_NAME,
@@ -198,7 +198,7 @@ def config_map(job: JobContext) -> dict[str, Any]:
         data["DMLC_USE_KUBERNETES"] = "1"
     if job.legacy_keys:
         data |= {key: job.shared[variable] for variable, key in SHARED_PARTS}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+    return kinds.header(kinds.CONFIG_MAP) | {"metadata": meta, "data": data}
 
 
 def _env(job: JobContext, of_type: ReplicaTypeContext, index: str) -> list[dict[str, Any]]:
@@ -268,9 +268,7 @@ def pod(
     name = names.attempt_name(of_type.name_prefix + written, attempt)
     spec = of_type.spec.copy()
     spec["containers"] = containers
-    built = {
-        "apiVersion": "v1",
-        "kind": "Pod",
+    built = kinds.header(kinds.POD) | {
         "metadata": names.metadata(name, job.namespace, labels, annotations),
         "spec": spec,
     }
@@ -288,9 +286,7 @@ def service(
     labels[names.LABEL_INDEX] = written = str(index)
     recorded = _recorded(attempt, restarts_before)
     meta = names.metadata(of_type.name_prefix + written, job.namespace, labels, recorded)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
+    return kinds.header(kinds.SERVICE) | {
         "metadata": meta,
         "spec": {"clusterIP": "None", "selector": labels.copy(), "ports": of_type.service_ports},
     }

@@ -4,7 +4,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.core import builders, children, conditions, envelope, observed, status
+from app.core import builders, children, conditions, envelope, kinds, observed, status
 from app.core.decide import decide
 from app.core.envelope import ObjectMeta
 from app.core.errors import SpecError
@@ -42,8 +42,8 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     meta = request.parent.metadata
     has_children = request.has_pods_or_services()
     previous = status.read_previous(request.parent.status, has_children)
-    config_map = request.declares(envelope.CONFIG_MAP)
-    pods = observed.read_pods(request.children.get(envelope.POD, {}), meta.name)
+    config_map = request.declares(kinds.CONFIG_MAP_TYPE)
+    pods = observed.read_pods(request.children.get(kinds.POD_TYPE, {}), meta.name)
     try:
         layout = observed.layout(config_map, pods.config_map_use)
         fresh = observed.layout(config_map, observed.NO_PODS)
@@ -54,7 +54,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         return _result(meta, job_status, children.kept_as_observed(request), 0, replicas=0)
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
-    owned = observed.owned(pods, lambda: request.observed(envelope.SERVICE), meta.name, spec)
+    owned = observed.owned(pods, lambda: request.observed(kinds.SERVICE_TYPE), meta.name, spec)
     job = builders.job_context(
         meta.name,
         meta.namespace,
@@ -116,11 +116,13 @@ def _config_map_retry(
     """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
     for does not (docs/security.md, "The job's ConfigMap"), else 0."""
     wanted = config_map_name(name)
-    if not request.children.get(envelope.POD) or any(
-        envelope.name_of(c) == wanted for c in request.observed(envelope.CONFIG_MAP)
+    if not request.children.get(kinds.POD_TYPE) or any(
+        envelope.name_of(c) == wanted for c in request.observed(kinds.CONFIG_MAP_TYPE)
     ):
         return 0
-    asked = any(c.get("kind") == "ConfigMap" and envelope.name_of(c) == wanted for c in desired)
+    asked = any(
+        c.get("kind") == kinds.CONFIG_MAP and envelope.name_of(c) == wanted for c in desired
+    )
     return CONFIG_MAP_RETRY_SECONDS if asked else 0
 
 

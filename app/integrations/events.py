@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import conditions, names
+from app.core import conditions, kinds, names
 from app.core.decision import Decision
 from app.core.envelope import ObjectMeta, SyncRequest
 from app.core.seam import FirstPod, TurnDefaults
@@ -12,7 +12,7 @@ from app.core.spec import MXJobSpec
 from app.core.times import parse_time, seconds_until
 
 # Declared by manifests/components/events.
-CHILD_TYPE = "Event.v1"
+CHILD_TYPE = kinds.EVENT_TYPE
 # Metacontroller recreates a desired child that vanishes, so an Event must stop being desired
 # before the API server expires it (--event-ttl, 1 h by default). The hook asks for the sync
 # that drops it (`expiry_in`): nothing else may sync a job at rest before its Events expire.
@@ -91,12 +91,10 @@ def _event(parent: ObjectMeta, cond: conditions.Condition, at: str, epoch: int) 
 
 
 def _envelope(parent: ObjectMeta, name: str) -> dict[str, Any]:
-    involved = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": parent.name}
+    involved = kinds.header(kinds.MXJOB, kinds.MXJOB_API_VERSION) | {"name": parent.name}
     # kubectl describe finds a job's Events by involvedObject namespace, name, kind and uid.
     involved |= {k: v for k, v in (("namespace", parent.namespace), ("uid", parent.uid)) if v}
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
+    return kinds.header(kinds.EVENT) | {
         "metadata": {
             "name": name,
             "labels": names.job_labels(parent.name),

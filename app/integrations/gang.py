@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import names
+from app.core import kinds, names
 from app.core.conditions import Condition
 from app.core.decision import Decision
 from app.core.envelope import SyncRequest
@@ -19,21 +19,23 @@ POD_GROUP = "PodGroup"
 class GangScheduler:
     """A batch scheduler's PodGroup API and how its pods name their group."""
 
-    child_type: str
     api_version: str
     scheduler_name: str
     group_annotation: str | None = None
     group_label: str | None = None
 
+    @property
+    def child_type(self) -> str:
+        """The PodGroup child type a CompositeController declares for this scheduler."""
+        return kinds.child_type(POD_GROUP, self.api_version)
+
 
 VOLCANO = GangScheduler(
-    child_type=f"{POD_GROUP}.scheduling.volcano.sh/v1beta1",
     api_version="scheduling.volcano.sh/v1beta1",
     scheduler_name="volcano",
     group_annotation="scheduling.k8s.io/group-name",
 )
 SCHEDULER_PLUGINS = GangScheduler(
-    child_type=f"{POD_GROUP}.scheduling.x-k8s.io/v1alpha1",
     api_version="scheduling.x-k8s.io/v1alpha1",
     scheduler_name="scheduler-plugins-scheduler",
     group_label="scheduling.x-k8s.io/pod-group",
@@ -65,7 +67,7 @@ def pod_group(
     if gang is SCHEDULER_PLUGINS and policy and policy.scheduleTimeoutSeconds is not None:
         group["scheduleTimeoutSeconds"] = policy.scheduleTimeoutSeconds
     meta = names.metadata(name, namespace, names.job_labels(name), {})
-    return {"apiVersion": gang.api_version, "kind": POD_GROUP, "metadata": meta, "spec": group}
+    return kinds.header(POD_GROUP, gang.api_version) | {"metadata": meta, "spec": group}
 
 
 def put_in_group(gang: GangScheduler, pod: dict[str, Any], group: str) -> None:

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import envelope
+from app.core import envelope, kinds
 from app.core.conditions import Condition
 from app.core.decision import Decision
 from app.core.envelope import SyncRequest
 from app.core.seam import FirstPod, TurnDefaults
 from app.core.spec import MXJobSpec
-from app.integrations.kueue.api import API_VERSION, WORKLOAD_TYPE
+from app.integrations.kueue.api import API_VERSION, WORKLOAD_KIND, WORKLOAD_TYPE
 from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.priorities import priority
 from app.integrations.kueue.queues import queueing
@@ -81,7 +81,7 @@ def job_view(
         current = [
             w for w in observed_workloads if envelope.name_of(w) == legacy and covers(w, sets)
         ]
-    pods = request.observed(envelope.POD)
+    pods = request.observed(kinds.POD_TYPE)
     return JobView(
         name=meta.name,
         queue=where.queue,
@@ -133,9 +133,7 @@ def _kept(observed: Mapping[str, Any]) -> dict[str, Any]:
     """An observed Workload as its own desired state (Workloads are never updated)."""
     meta = observed.get("metadata") or {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels") if k in meta}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Workload",
+    return kinds.header(WORKLOAD_KIND, API_VERSION) | {
         "metadata": kept,
         "spec": observed.get("spec") or {},
     }
