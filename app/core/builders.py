@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core import kinds, names
+from app.core.layout import NO_PODS, ConfigMapUse, NewPods, new_pods
 from app.core.mxconfig import (
     DEFAULT_PORT,
     PORT_NAME,
@@ -19,7 +20,6 @@ from app.core.mxconfig import (
     service_port,
     shared_parts,
 )
-from app.core.observed import NO_PODS, ConfigMapUse
 from app.core.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
 
 CONTROLLER_UID = "controller-uid"
@@ -68,17 +68,9 @@ class JobContext:
     # The job-wide DMLC_* variables written into each pod's env: none with `envFrom`.
     dmlc_env: tuple[dict[str, str], ...]
     by_type: Mapping[ReplicaType, ReplicaTypeContext]
-    # True when the controller declares ConfigMap children: MX_CONFIG's shared parts and
-    # the job-wide variables then live in the job's ConfigMap, and each pod carries only its
-    # own few bytes.
-    config_map: bool = False
-    # True while an observed pod of release 0.1.0 reads the ConfigMap's keys `cluster` and
-    # `labels`: the job keeps that release's layout, since an `envFrom` of the same ConfigMap
-    # would import those keys as variables too (docs/behaviour.md#children).
-    legacy_keys: bool = False
-    # Whether the ConfigMap holds the variables under their own names: always but in the
-    # layout above, and there too while an observed pod takes them in through `envFrom`.
-    named_keys: bool = True
+    # How the pods read the job's ConfigMap, if it has one: MX_CONFIG's shared parts and the
+    # job-wide variables then live there, and each pod carries only its own few bytes.
+    reads: NewPods
     # Which replicas get a headless Service: each one, or the Scheduler only.
     services: names.ReplicaServices = names.ReplicaServices.ALL
     # What the integrations that joined the sync add to every pod as it is built
@@ -101,7 +93,7 @@ def job_context(
     """What every child of the job shares. `config_map`: the controller declares ConfigMap
     children; `observed`: how the job's observed pods read the ConfigMap; `services`: which
     replicas get a Service."""
-    legacy = config_map and observed.old_keys
+    reads = new_pods(config_map, observed)
     shared = shared_parts(name, spec)
     # MX_CONFIG's shared parts as each pod's text has them: `$(VAR)` references, or the text
     # with every `$` doubled; the kubelet's expansion gives the process the same bytes either
@@ -112,13 +104,13 @@ def job_context(
     }
     # One `envFrom` of the job's ConfigMap, after the template's own sources (among
     # `envFrom` sources a later one wins, so none of the user's overrides ours).
-    env_from = (
-        {"configMapRef": {"name": config_map_name(name)}} if config_map and not legacy else None
-    )
+    env_from = {"configMapRef": {"name": config_map_name(name)}} if reads.env_from else None
     by_type = {
         t: _type_context(name, t, r, parts, env_from) for t, r in spec.mxReplicaSpecs.items()
     }
-    head_env = legacy_key_env(name) if legacy else _required_env(name) if env_from else ()
+    head_env = (
+        legacy_key_env(name) if reads.legacy_keys else _required_env(name) if env_from else ()
+    )
     dmlc = () if env_from else dmlc_env(name, spec)
     return JobContext(
         name,
@@ -128,9 +120,7 @@ def job_context(
         head_env,
         dmlc,
         by_type,
-        config_map,
-        legacy_keys=legacy,
-        named_keys=not legacy or observed.env_from,
+        reads,
         services=services,
     )
 
@@ -190,13 +180,13 @@ def _required_env(name: str) -> tuple[dict[str, Any], ...]:
 def config_map(job: JobContext) -> dict[str, Any]:
     """The job's ConfigMap: the variables every container of the job reads with the same
     value, once, keyed by their names; in release 0.1.0's layout, MX_CONFIG's shared parts
-    under that release's keys (`JobContext.legacy_keys`)."""
+    under that release's keys (`NewPods.legacy_keys`)."""
     meta = names.metadata(config_map_name(job.name), job.namespace, names.job_labels(job.name), {})
     data: dict[str, str] = {}
-    if job.named_keys:
+    if job.reads.named_keys:
         data |= job.shared | {e["name"]: e["value"] for e in dmlc_env(job.name, job.spec)}
         data["DMLC_USE_KUBERNETES"] = "1"
-    if job.legacy_keys:
+    if job.reads.legacy_keys:
         data |= {key: job.shared[variable] for variable, key in SHARED_PARTS}
     return kinds.header(kinds.CONFIG_MAP) | {"metadata": meta, "data": data}
 

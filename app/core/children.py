@@ -61,7 +61,7 @@ def _job_children(job: builders.JobContext, turns: Sequence[Turn]) -> list[Child
     (a gang scheduler's PodGroup) and the ConfigMap the pods read MX_CONFIG's shared parts from
     (Metacontroller applies child types in its own order: docs/behaviour.md#children)."""
     out = [child for turn in turns for child in turn.job_children()]
-    if job.config_map:
+    if job.reads.config_map:
         out.append(builders.config_map(job))
     return out
 

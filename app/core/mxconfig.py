@@ -2,7 +2,6 @@
 MX_CONFIG's text and the job-wide variables, shared by the pods' builder and the size rule."""
 
 import json
-from enum import Enum
 from typing import Any
 
 import orjson
@@ -33,19 +32,6 @@ JOB_ENV = (
 REQUIRED_KEY = "MX_CONFIG_LABELS"
 # Only the operator sets these: a template's own entry of one of these names is dropped.
 RESERVED_ENV = (*JOB_ENV, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID")
-
-
-class Layout(Enum):
-    """Where a job's pods find MX_CONFIG's shared parts, which decides how large its sync
-    requests grow (the size rule, app/core/sizerule.py)."""
-
-    # In the job's ConfigMap, through `envFrom`: a pod is O(1).
-    CONFIG_MAP = "ConfigMap"
-    # In the job's ConfigMap under release 0.1.0's keys, read key by key, with every DMLC_*
-    # variable in the pod's own env: a pod is O(1).
-    CONFIG_MAP_KEYS = "ConfigMap keys"
-    # Whole in every container's env: a pod is O(replicas), a sync request O(replicas^2).
-    INLINE = "inline"
 
 
 def main_container(template: dict[str, Any]) -> dict[str, Any]:

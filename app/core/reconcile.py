@@ -8,6 +8,7 @@ from app.core import builders, children, conditions, envelope, kinds, observed, 
 from app.core.decide import decide
 from app.core.envelope import ObjectMeta
 from app.core.errors import SpecError
+from app.core.layout import NO_PODS, layout_for
 from app.core.mxconfig import config_map_name
 from app.core.seam import Turn, said
 from app.core.spec import MXJobSpec, ReplicaType
@@ -45,8 +46,8 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     config_map = request.declares(kinds.CONFIG_MAP_TYPE)
     pods = observed.read_pods(request.children.get(kinds.POD_TYPE, {}), meta.name)
     try:
-        layout = observed.layout(config_map, pods.config_map_use)
-        fresh = observed.layout(config_map, observed.NO_PODS)
+        layout = layout_for(config_map, pods.config_map_use)
+        fresh = layout_for(config_map, NO_PODS)
         spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
         services = replica_services(_extra(meta, "annotations"), spec)
     except SpecError as err:

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 
 from app.core.copies import Copies, copies, sum_copies
+from app.core.layout import Layout
 from app.core.mxconfig import (
-    Layout,
     kubelet_literal,
     labels_text,
     main_container,

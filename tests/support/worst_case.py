@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from app.core.kinds import CONFIG_MAP_TYPE, POD_TYPE, SERVICE_TYPE
-from app.core.mxconfig import Layout
+from app.core.layout import Layout
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests.support import jobs as s

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import builders, kubeenv, mxconfig, observed
+from app.core import builders, kubeenv, layout, mxconfig
 from app.core.errors import EnvError
 from app.core.reconcile import sync
 from app.core.render import render
@@ -420,9 +420,9 @@ def _current_pod(name: str = "mnist-mx-config") -> dict[str, Any]:
     return {"spec": {"containers": [{"name": "side"}, {"name": "mxnet", "envFrom": env_from}]}}
 
 
-NONE = observed.ConfigMapUse()
-OLD, WHOLE = observed.ConfigMapUse(old_keys=True), observed.ConfigMapUse(env_from=True)
-BOTH = observed.ConfigMapUse(old_keys=True, env_from=True)
+NONE = layout.ConfigMapUse()
+OLD, WHOLE = layout.ConfigMapUse(old_keys=True), layout.ConfigMapUse(env_from=True)
+BOTH = layout.ConfigMapUse(old_keys=True, env_from=True)
 ODD_CONTAINERS = [None, {"env": [None, {"valueFrom": 1}], "envFrom": [None, {"configMapRef": 1}]}]
 ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
 
@@ -443,12 +443,12 @@ ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
     ],
 )
 def test_readers_says_how_pods_read_the_config_map(
-    pods: list[Any], found: observed.ConfigMapUse
+    pods: list[Any], found: layout.ConfigMapUse
 ) -> None:
-    assert observed.config_map_use(pods, "mnist") == found
+    assert layout.config_map_use(pods, "mnist") == found
 
 
-def _job_read(config_map_use: observed.ConfigMapUse) -> builders.JobContext:
+def _job_read(config_map_use: layout.ConfigMapUse) -> builders.JobContext:
     spec = validated_spec("mnist", train_spec(1, 2))
     return builders.job_context("mnist", "team-a", spec, True, config_map_use)
 

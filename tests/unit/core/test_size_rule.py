@@ -10,7 +10,7 @@ import yaml
 
 from app.core import builders, kinds, mxconfigsize, parsecost, sizerule, validation
 from app.core.errors import SpecError
-from app.core.mxconfig import Layout
+from app.core.layout import Layout
 from app.core.normalise import normalise
 from app.core.parsecost import MiB
 from app.core.reconcile import sync
