@@ -93,8 +93,7 @@ def workload(
         # Both or neither (the Workload CRD's rule): a class that does not exist gives none.
         body["priorityClassRef"] = {"group": prio.group, "kind": prio.kind, "name": prio.name}
         body["priority"] = prio.value
-    labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
-    meta = names.metadata(workload_name_, namespace, labels, {})
+    meta = names.metadata(workload_name_, namespace, names.job_labels(name), {})
     return header(WORKLOAD_KIND, API_VERSION) | {"metadata": meta, "spec": body}
 
 
