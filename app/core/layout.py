@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from app.core.mxconfig import LEGACY_KEYS, config_map_name
+from app.core.mxconfig import LEGACY_KEYS, config_map_name, dmlc_env, legacy_key_env
+from app.core.spec import MXJobSpec
 
 
 class Layout(Enum):
@@ -124,3 +125,14 @@ def new_pods(config_map: bool, observed: ConfigMapUse) -> NewPods:
         legacy_keys=legacy,
         named_keys=not legacy or observed.env_from,
     )
+
+
+def own_env(name: str, spec: MXJobSpec, layout: Layout) -> tuple[dict[str, Any], ...]:
+    """What a container of release 0.1.0's layout or of the inline one carries in its env
+    beyond the ConfigMap layout's, besides MX_CONFIG: the job-wide variables, and 0.1.0's
+    `cluster` key reference (its `labels` one is as long as REQUIRED_KEY's); none in the
+    ConfigMap layout."""
+    if layout is Layout.CONFIG_MAP:
+        return ()
+    job_wide = (*dmlc_env(name, spec), {"name": "DMLC_USE_KUBERNETES", "value": "1"})
+    return (legacy_key_env(name)[0], *job_wide) if layout is Layout.CONFIG_MAP_KEYS else job_wide

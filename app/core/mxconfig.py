@@ -140,11 +140,3 @@ def legacy_key_env(name: str) -> tuple[dict[str, Any], ...]:
         }
         for variable, key in SHARED_PARTS
     )
-
-
-def own_env(name: str, spec: MXJobSpec, config_map: bool) -> tuple[dict[str, Any], ...]:
-    """What a container of release 0.1.0's layout (`config_map`) or of the inline one carries
-    in its env beyond the ConfigMap layout's, besides MX_CONFIG: the job-wide variables, and
-    0.1.0's `cluster` key reference (its `labels` one is as long as REQUIRED_KEY's)."""
-    job_wide = (*dmlc_env(name, spec), {"name": "DMLC_USE_KUBERNETES", "value": "1"})
-    return (legacy_key_env(name)[0], *job_wide) if config_map else job_wide
