@@ -10,7 +10,7 @@ from app.core.envelope import ObjectMeta
 from app.core.errors import SpecError
 from app.core.layout import NO_PODS, layout_for
 from app.core.mxconfig import config_map_name
-from app.core.seam import Turn, said
+from app.core.seam import Joining, Turn, said
 from app.core.spec import MXJobSpec, ReplicaType
 from app.core.times import sooner
 from app.core.validation import replica_services, validated_spec
@@ -94,8 +94,9 @@ def _joined(
     def first_pod(rtype: ReplicaType) -> dict[str, Any]:
         return builders.pod(_fitted(job, turns), rtype, 0, 0, 0)
 
+    joining = Joining(request, spec, previous.conditions, previous.finished, first_pod)
     for join in AT_THE_SEAM:
-        turn = join(request, spec, previous.conditions, previous.finished, first_pod)
+        turn = join(joining)
         if turn is not None:
             turns.append(turn)
     return turns

@@ -3,6 +3,7 @@ the decision, what it adds to the pods and the children it adds, read by the cor
 naming the integration."""
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -96,15 +97,18 @@ def said(turns: Sequence[Turn]) -> Say | None:
     return next((turn.say for turn in turns if turn.say is not None), None)
 
 
-class Join(Protocol):
-    """How an integration joins a sync of a valid job: its Turn, or None when the controller
-    does not declare what it needs."""
+@dataclass(frozen=True)
+class Joining:
+    """What an integration is handed as it joins a sync of a valid job: the request, the spec,
+    the previous status's conditions, whether the job had finished, and its first pods."""
 
-    def __call__(
-        self,
-        request: SyncRequest,
-        spec: MXJobSpec,
-        previous: list[Condition],
-        finished: bool,
-        first_pod: FirstPod,
-    ) -> Turn | None: ...
+    request: SyncRequest
+    spec: MXJobSpec
+    previous: list[Condition]
+    finished: bool
+    first_pod: FirstPod
+
+
+# How an integration joins a sync of a valid job: its Turn, or None when the controller does
+# not declare what it needs.
+Join = Callable[[Joining], Turn | None]

@@ -7,8 +7,7 @@ from typing import Any
 from app.core import conditions, kinds, names
 from app.core.decision import Decision
 from app.core.envelope import ObjectMeta, SyncRequest
-from app.core.seam import FirstPod, TurnDefaults
-from app.core.spec import MXJobSpec
+from app.core.seam import Joining, TurnDefaults
 from app.core.times import parse_time, seconds_until
 
 # Declared by manifests/components/events.
@@ -130,12 +129,6 @@ class EventsTurn(TurnDefaults):
         return job_events, expiry_in(job_events, now)
 
 
-def join(
-    request: SyncRequest,
-    spec: MXJobSpec,
-    previous: list[conditions.Condition],
-    finished: bool,
-    first_pod: FirstPod,
-) -> EventsTurn | None:
+def join(sync: Joining) -> EventsTurn | None:
     """The Events' turn in a sync: None unless the controller declares Event children."""
-    return EventsTurn(request) if request.declares(CHILD_TYPE) else None
+    return EventsTurn(sync.request) if sync.request.declares(CHILD_TYPE) else None

@@ -6,10 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from app.core import kinds, names
-from app.core.conditions import Condition
 from app.core.decision import Decision
 from app.core.envelope import SyncRequest
-from app.core.seam import FirstPod
+from app.core.seam import Joining
 from app.core.spec import MXJobSpec
 
 POD_GROUP = "PodGroup"
@@ -104,13 +103,7 @@ class GangTurn:
         return [], 0
 
 
-def join(
-    request: SyncRequest,
-    spec: MXJobSpec,
-    previous: list[Condition],
-    finished: bool,
-    first_pod: FirstPod,
-) -> GangTurn | None:
+def join(sync: Joining) -> GangTurn | None:
     """The gang scheduler's turn in a sync: None unless the controller declares PodGroups."""
-    gang = declared(request.declares)
-    return GangTurn(gang, request, spec) if gang is not None else None
+    gang = declared(sync.request.declares)
+    return GangTurn(gang, sync.request, sync.spec) if gang is not None else None

@@ -7,10 +7,9 @@ from datetime import datetime
 from typing import Any
 
 from app.core import envelope, kinds
-from app.core.conditions import Condition
 from app.core.decision import Decision
 from app.core.envelope import SyncRequest
-from app.core.seam import FirstPod, TurnDefaults
+from app.core.seam import FirstPod, Joining, TurnDefaults
 from app.core.spec import MXJobSpec
 from app.integrations.kueue.api import API_VERSION, WORKLOAD_KIND, WORKLOAD_TYPE
 from app.integrations.kueue.gating import JobView, QueueDecision, gate
@@ -44,19 +43,13 @@ class KueueTurn(TurnDefaults):
         return workloads(self.request, self.spec, self.say, self.view, self.first_pod), 0
 
 
-def join(
-    request: SyncRequest,
-    spec: MXJobSpec,
-    previous: list[Condition],
-    finished: bool,
-    first_pod: FirstPod,
-) -> KueueTurn | None:
+def join(sync: Joining) -> KueueTurn | None:
     """Kueue's turn in a sync: None unless the controller declares Workload children."""
-    view = job_view(request, spec, finished, first_pod)
+    view = job_view(sync.request, sync.spec, sync.finished, sync.first_pod)
     if view is None:
         return None
-    say = gate(view, previous, request.related, spec)
-    return KueueTurn(request, spec, view, say, first_pod)
+    say = gate(view, sync.previous, sync.request.related, sync.spec)
+    return KueueTurn(sync.request, sync.spec, view, say, sync.first_pod)
 
 
 def job_view(
