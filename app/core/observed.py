@@ -13,17 +13,20 @@ from app.core.spec import MXJobSpec, ReplicaType
 
 @dataclass(frozen=True)
 class ObservedPods:
-    """The job's observed pods: each one that is the job's as an attempt, and how they read
-    the job's ConfigMap."""
+    """The job's observed pods: each one that is the job's as an attempt, how they read the
+    job's ConfigMap, and whether Metacontroller sent any pod at all."""
 
     attempts: list[Attempt]
     config_map_use: ConfigMapUse
+    any_pod: bool
 
 
 def read_pods(pods: dict[str, Any], name: str) -> ObservedPods:
     """The job's observed pods (the request's `Pod.v1` children), read once for the sync."""
     # `observe` puts the pods in its own order: they need not be sorted by name first.
-    return ObservedPods(observe(pods.values(), name), config_map_use(pods.values(), name))
+    return ObservedPods(
+        observe(pods.values(), name), config_map_use(pods.values(), name), any_pod=bool(pods)
+    )
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,7 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         # the first answer is the status alone; writing it brings the sync that asks for all.
         return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
     desired, resync = children.desired(job, owned, decision, now, turns)
-    resync = sooner(resync, _config_map_retry(request, desired, meta.name))
+    resync = sooner(resync, _config_map_retry(request, pods.any_pod, desired, meta.name))
     for turn in turns:
         added, wait = turn.children(decision, now)
         desired += added
@@ -113,12 +113,12 @@ CONFIG_MAP_RETRY_SECONDS = 30
 
 
 def _config_map_retry(
-    request: envelope.SyncRequest, desired: list[children.Child], name: str
+    request: envelope.SyncRequest, any_pod: bool, desired: list[children.Child], name: str
 ) -> int:
     """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
     for does not (docs/security.md, "The job's ConfigMap"), else 0."""
     wanted = config_map_name(name)
-    if not request.children.get(kinds.POD_TYPE) or any(
+    if not any_pod or any(
         envelope.name_of(c) == wanted for c in request.observed(kinds.CONFIG_MAP_TYPE)
     ):
         return 0

@@ -59,7 +59,8 @@ def add_to_pod(pod: dict[str, Any], update: PodUpdate) -> None:
         spec["tolerations"] = have + [t for t in update.tolerations if t not in have]
 
 
-# The job's first pod of a replica type, as the core builds it.
+# The job's first pod of a replica type, as the core builds it and the integrations that
+# joined the sync before fit it (`Turn.fit_pod`).
 FirstPod = Callable[[ReplicaType], dict[str, Any]]
 
 
