@@ -32,7 +32,7 @@ import httpx
 import orjson
 
 from app.core.children import LAST_APPLIED
-from app.core.envelope import CONFIG_MAP
+from app.core.kinds import CONFIG_MAP_TYPE
 from app.core.reconcile import sync
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
@@ -62,7 +62,7 @@ def _observed(child: dict[str, Any], **status: Any) -> dict[str, Any]:
 
 def _new(spec: dict[str, Any], name: str) -> dict[str, Any]:
     """A new job's first sync: no children yet, the ConfigMap type declared (as shipped)."""
-    return s.request(s.mxjob(spec, name=name), others={CONFIG_MAP: []})
+    return s.request(s.mxjob(spec, name=name), others={CONFIG_MAP_TYPE: []})
 
 
 def _running(spec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -74,7 +74,7 @@ def _running(spec: dict[str, Any], name: str) -> dict[str, Any]:
     pods = [_observed(p, **s.pod_status("Running")) for p in s.pods_of(first)]
     services = [_observed(x) for x in s.services_of(first)]
     maps = [_observed(c) for c in first["children"] if c["kind"] == "ConfigMap"]
-    return s.request(parent | {"status": first["status"]}, pods, services, {CONFIG_MAP: maps})
+    return s.request(parent | {"status": first["status"]}, pods, services, {CONFIG_MAP_TYPE: maps})
 
 
 def _restarting() -> dict[str, Any]:

@@ -1,10 +1,11 @@
 """Desired children: one pod and one headless Service per replica index."""
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.core import names
+from app.core import kinds, names
+from app.core.layout import NO_PODS, ConfigMapUse, NewPods, new_pods
 from app.core.mxconfig import (
     DEFAULT_PORT,
     PORT_NAME,
@@ -19,9 +20,7 @@ from app.core.mxconfig import (
     service_port,
     shared_parts,
 )
-from app.core.observed import NO_PODS, ConfigMapUse
 from app.core.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
-from app.integrations.gang import GangScheduler, join
 
 CONTROLLER_UID = "controller-uid"
 _RESERVED = frozenset(RESERVED_ENV)
@@ -69,20 +68,14 @@ class JobContext:
     # The job-wide DMLC_* variables written into each pod's env: none with `envFrom`.
     dmlc_env: tuple[dict[str, str], ...]
     by_type: Mapping[ReplicaType, ReplicaTypeContext]
-    gang: GangScheduler | None = None
-    # True when the controller declares ConfigMap children: MX_CONFIG's shared parts and
-    # the job-wide variables then live in the job's ConfigMap, and each pod carries only its
-    # own few bytes.
-    config_map: bool = False
-    # True while an observed pod of release 0.1.0 reads the ConfigMap's keys `cluster` and
-    # `labels`: the job keeps that release's layout, since an `envFrom` of the same ConfigMap
-    # would import those keys as variables too (docs/behaviour.md#children).
-    legacy_keys: bool = False
-    # Whether the ConfigMap holds the variables under their own names: always but in the
-    # layout above, and there too while an observed pod takes them in through `envFrom`.
-    named_keys: bool = True
+    # How the pods read the job's ConfigMap, if it has one: MX_CONFIG's shared parts and the
+    # job-wide variables then live there, and each pod carries only its own few bytes.
+    reads: NewPods
     # Which replicas get a headless Service: each one, or the Scheduler only.
     services: names.ReplicaServices = names.ReplicaServices.ALL
+    # What the integrations that joined the sync add to every pod as it is built
+    # (app/core/seam.py, `Turn.fit_pod`).
+    fits: tuple[Callable[[dict[str, Any]], None], ...] = ()
 
     def has_service(self, rtype: ReplicaType) -> bool:
         """Whether the replicas of this type get a Service (`services`)."""
@@ -93,7 +86,6 @@ def job_context(
     name: str,
     namespace: str | None,
     spec: MXJobSpec,
-    scheduler: GangScheduler | None = None,
     config_map: bool = False,
     observed: ConfigMapUse = NO_PODS,
     services: names.ReplicaServices = names.ReplicaServices.ALL,
@@ -101,7 +93,7 @@ def job_context(
     """What every child of the job shares. `config_map`: the controller declares ConfigMap
     children; `observed`: how the job's observed pods read the ConfigMap; `services`: which
     replicas get a Service."""
-    legacy = config_map and observed.old_keys
+    reads = new_pods(config_map, observed)
     shared = shared_parts(name, spec)
     # MX_CONFIG's shared parts as each pod's text has them: `$(VAR)` references, or the text
     # with every `$` doubled; the kubelet's expansion gives the process the same bytes either
@@ -112,13 +104,13 @@ def job_context(
     }
     # One `envFrom` of the job's ConfigMap, after the template's own sources (among
     # `envFrom` sources a later one wins, so none of the user's overrides ours).
-    env_from = (
-        {"configMapRef": {"name": config_map_name(name)}} if config_map and not legacy else None
-    )
+    env_from = {"configMapRef": {"name": config_map_name(name)}} if reads.env_from else None
     by_type = {
         t: _type_context(name, t, r, parts, env_from) for t, r in spec.mxReplicaSpecs.items()
     }
-    head_env = legacy_key_env(name) if legacy else _required_env(name) if env_from else ()
+    head_env = (
+        legacy_key_env(name) if reads.legacy_keys else _required_env(name) if env_from else ()
+    )
     dmlc = () if env_from else dmlc_env(name, spec)
     return JobContext(
         name,
@@ -128,10 +120,7 @@ def job_context(
         head_env,
         dmlc,
         by_type,
-        scheduler,
-        config_map,
-        legacy_keys=legacy,
-        named_keys=not legacy or observed.env_from,
+        reads,
         services=services,
     )
 
@@ -191,15 +180,15 @@ def _required_env(name: str) -> tuple[dict[str, Any], ...]:
 def config_map(job: JobContext) -> dict[str, Any]:
     """The job's ConfigMap: the variables every container of the job reads with the same
     value, once, keyed by their names; in release 0.1.0's layout, MX_CONFIG's shared parts
-    under that release's keys (`JobContext.legacy_keys`)."""
+    under that release's keys (`NewPods.legacy_keys`)."""
     meta = names.metadata(config_map_name(job.name), job.namespace, names.job_labels(job.name), {})
     data: dict[str, str] = {}
-    if job.named_keys:
+    if job.reads.named_keys:
         data |= job.shared | {e["name"]: e["value"] for e in dmlc_env(job.name, job.spec)}
         data["DMLC_USE_KUBERNETES"] = "1"
-    if job.legacy_keys:
+    if job.reads.legacy_keys:
         data |= {key: job.shared[variable] for variable, key in SHARED_PARTS}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+    return kinds.header(kinds.CONFIG_MAP) | {"metadata": meta, "data": data}
 
 
 def _env(job: JobContext, of_type: ReplicaTypeContext, index: str) -> list[dict[str, Any]]:
@@ -269,14 +258,12 @@ def pod(
     name = names.attempt_name(of_type.name_prefix + written, attempt)
     spec = of_type.spec.copy()
     spec["containers"] = containers
-    built = {
-        "apiVersion": "v1",
-        "kind": "Pod",
+    built = kinds.header(kinds.POD) | {
         "metadata": names.metadata(name, job.namespace, labels, annotations),
         "spec": spec,
     }
-    if job.gang:
-        join(job.gang, built, job.name)
+    for fit in job.fits:
+        fit(built)
     return built
 
 
@@ -289,9 +276,7 @@ def service(
     labels[names.LABEL_INDEX] = written = str(index)
     recorded = _recorded(attempt, restarts_before)
     meta = names.metadata(of_type.name_prefix + written, job.namespace, labels, recorded)
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
+    return kinds.header(kinds.SERVICE) | {
         "metadata": meta,
         "spec": {"clusterIP": "None", "selector": labels.copy(), "ports": of_type.service_ports},
     }

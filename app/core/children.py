@@ -1,7 +1,7 @@
 """The children a job owns: its observed pods and Services by replica index and attempt, and
 the children it should have, or, while its spec is invalid, those it has, as they are."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -13,10 +13,9 @@ from app.core.decision import Decision
 from app.core.observed import ObservedReplicas
 from app.core.pods import Attempt
 from app.core.replicas import Replica
-from app.core.seam import PodUpdate, Say, add_to_pod
+from app.core.seam import PodUpdate, Say, Turn, add_to_pod, said
 from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.core.times import parse_time, seconds_until
-from app.integrations import gang
 
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 Child = dict[str, Any]
@@ -27,12 +26,12 @@ def desired(
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    say: Say | None = None,
+    turns: Sequence[Turn] = (),
 ) -> tuple[list[Child], int]:
-    """The children the job should have, and the resync delay its timers need; `say`: what an
-    integration (Kueue) says before the decision, if it says anything."""
-    children, resync = _pods_and_services(job, owned, decision, now, say)
-    children[:0] = _job_children(job) if children else []
+    """The children the job should have, and the resync delay its timers need; `turns`: the
+    integrations' parts in the sync (app/core/seam.py), whose children these do not include."""
+    children, resync = _pods_and_services(job, owned, decision, now, said(turns))
+    children[:0] = _job_children(job, turns) if children else []
     return children, resync
 
 
@@ -57,14 +56,12 @@ def _pods_and_services(
     return _of_attempts(job, left, owned.replicas), ttl_left or 0
 
 
-def _job_children(job: builders.JobContext) -> list[Child]:
-    """One of each per job, while it has pods, ahead of them in the answer: the PodGroup
-    that schedules them and the ConfigMap they read MX_CONFIG's shared parts from
+def _job_children(job: builders.JobContext, turns: Sequence[Turn]) -> list[Child]:
+    """One of each per job, while it has pods, ahead of them in the answer: the integrations'
+    (a gang scheduler's PodGroup) and the ConfigMap the pods read MX_CONFIG's shared parts from
     (Metacontroller applies child types in its own order: docs/behaviour.md#children)."""
-    out = []
-    if job.gang:
-        out.append(gang.pod_group(job.gang, job.name, job.namespace, job.spec))
-    if job.config_map:
+    out = [child for turn in turns for child in turn.job_children()]
+    if job.reads.config_map:
         out.append(builders.config_map(job))
     return out
 

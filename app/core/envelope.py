@@ -5,13 +5,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.core.errors import BadRequest
+from app.core.kinds import POD_TYPE, SERVICE_TYPE
 from app.core.spec import DEFAULT_REPLICAS
 
 # (namespace, name) of the job a request is about, as far as it says.
 JobId = tuple[str | None, str | None]
-POD = "Pod.v1"
-SERVICE = "Service.v1"
-CONFIG_MAP = "ConfigMap.v1"
 
 
 class _Envelope(BaseModel):
@@ -49,7 +47,7 @@ class SyncRequest(_Envelope):
 
     def has_pods_or_services(self) -> bool:
         """Whether the job has pods or Services: its other children say nothing about that."""
-        return bool(self.children.get(POD) or self.children.get(SERVICE))
+        return bool(self.children.get(POD_TYPE) or self.children.get(SERVICE_TYPE))
 
     def observed(self, kind: str) -> list[dict[str, Any]]:
         """Observed children of one type, sorted by name."""

@@ -2,7 +2,6 @@
 MX_CONFIG's text and the job-wide variables, shared by the pods' builder and the size rule."""
 
 import json
-from enum import Enum
 from typing import Any
 
 import orjson
@@ -33,19 +32,6 @@ JOB_ENV = (
 REQUIRED_KEY = "MX_CONFIG_LABELS"
 # Only the operator sets these: a template's own entry of one of these names is dropped.
 RESERVED_ENV = (*JOB_ENV, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID")
-
-
-class Layout(Enum):
-    """Where a job's pods find MX_CONFIG's shared parts, which decides how large its sync
-    requests grow (the size rule, app/core/sizerule.py)."""
-
-    # In the job's ConfigMap, through `envFrom`: a pod is O(1).
-    CONFIG_MAP = "ConfigMap"
-    # In the job's ConfigMap under release 0.1.0's keys, read key by key, with every DMLC_*
-    # variable in the pod's own env: a pod is O(1).
-    CONFIG_MAP_KEYS = "ConfigMap keys"
-    # Whole in every container's env: a pod is O(replicas), a sync request O(replicas^2).
-    INLINE = "inline"
 
 
 def main_container(template: dict[str, Any]) -> dict[str, Any]:
@@ -154,11 +140,3 @@ def legacy_key_env(name: str) -> tuple[dict[str, Any], ...]:
         }
         for variable, key in SHARED_PARTS
     )
-
-
-def own_env(name: str, spec: MXJobSpec, config_map: bool) -> tuple[dict[str, Any], ...]:
-    """What a container of release 0.1.0's layout (`config_map`) or of the inline one carries
-    in its env beyond the ConfigMap layout's, besides MX_CONFIG: the job-wide variables, and
-    0.1.0's `cluster` key reference (its `labels` one is as long as REQUIRED_KEY's)."""
-    job_wide = (*dmlc_env(name, spec), {"name": "DMLC_USE_KUBERNETES", "value": "1"})
-    return (legacy_key_env(name)[0], *job_wide) if config_map else job_wide

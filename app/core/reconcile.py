@@ -1,19 +1,20 @@
 """The sync hook as a pure function: observed state and `now` in, desired state out."""
 
-import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.core import builders, children, conditions, envelope, observed, status
+from app.core import builders, children, conditions, envelope, kinds, observed, status
 from app.core.decide import decide
 from app.core.envelope import ObjectMeta
 from app.core.errors import SpecError
+from app.core.layout import NO_PODS, layout_for
 from app.core.mxconfig import config_map_name
-from app.core.spec import ReplicaType
+from app.core.seam import Joining, Turn, said
+from app.core.spec import MXJobSpec, ReplicaType
 from app.core.times import sooner
 from app.core.validation import replica_services, validated_spec
-from app.integrations import AT_THE_SEAM, gang
+from app.integrations import AT_THE_SEAM
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,11 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     meta = request.parent.metadata
     has_children = request.has_pods_or_services()
     previous = status.read_previous(request.parent.status, has_children)
-    config_map = request.declares(envelope.CONFIG_MAP)
-    pods = observed.read_pods(request.children.get(envelope.POD, {}), meta.name)
+    config_map = request.declares(kinds.CONFIG_MAP_TYPE)
+    pods = observed.read_pods(request.children.get(kinds.POD_TYPE, {}), meta.name)
     try:
-        layout = observed.layout(config_map, pods.config_map_use)
-        fresh = observed.layout(config_map, observed.NO_PODS)
+        layout = layout_for(config_map, pods.config_map_use)
+        fresh = layout_for(config_map, NO_PODS)
         spec = validated_spec(meta.name, request.parent.spec, layout, fresh)
         services = replica_services(_extra(meta, "annotations"), spec)
     except SpecError as err:
@@ -54,31 +55,25 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         return _result(meta, job_status, children.kept_as_observed(request), 0, replicas=0)
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
-    owned = observed.owned(pods, lambda: request.observed(envelope.SERVICE), meta.name, spec)
+    owned = observed.owned(pods, lambda: request.observed(kinds.SERVICE_TYPE), meta.name, spec)
     job = builders.job_context(
         meta.name,
         meta.namespace,
         spec,
-        gang.declared(request.declares),
         config_map=config_map,
         observed=pods.config_map_use,
         services=services,
     )
-    first_pod = functools.partial(_first_pod, job)
-    joined = (
-        join(request, spec, previous.conditions, previous.finished, first_pod)
-        for join in AT_THE_SEAM
-    )
-    turns = [turn for turn in joined if turn is not None]
-    say = next((turn.say for turn in turns if turn.say is not None), None)
-    decision = decide(meta.name, spec, owned.replicas, previous, now, say)
+    turns = _joined(request, spec, previous, job)
+    job = _fitted(job, turns)
+    decision = decide(meta.name, spec, owned.replicas, previous, now, said(turns))
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so
         # the first answer is the status alone; writing it brings the sync that asks for all.
         return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
-    desired, resync = children.desired(job, owned, decision, now, say)
-    resync = sooner(resync, _config_map_retry(request, desired, meta.name))
+    desired, resync = children.desired(job, owned, decision, now, turns)
+    resync = sooner(resync, _config_map_retry(request, pods.any_pod, desired, meta.name))
     for turn in turns:
         added, wait = turn.children(decision, now)
         desired += added
@@ -86,9 +81,30 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
 
 
-def _first_pod(job: builders.JobContext, rtype: ReplicaType) -> dict[str, Any]:
-    """The first pod of a replica type as built: what a Workload's pod set is made from."""
-    return builders.pod(job, rtype, 0, 0, 0)
+def _joined(
+    request: envelope.SyncRequest,
+    spec: MXJobSpec,
+    previous: status.Previous,
+    job: builders.JobContext,
+) -> list[Turn]:
+    """The integrations' turns in the sync, in AT_THE_SEAM's order. The first pods one reads
+    (a Workload's pod sets) are fitted by those that joined before it."""
+    turns: list[Turn] = []
+
+    def first_pod(rtype: ReplicaType) -> dict[str, Any]:
+        return builders.pod(_fitted(job, turns), rtype, 0, 0, 0)
+
+    joining = Joining(request, spec, previous.conditions, previous.finished, first_pod)
+    for join in AT_THE_SEAM:
+        turn = join(joining)
+        if turn is not None:
+            turns.append(turn)
+    return turns
+
+
+def _fitted(job: builders.JobContext, turns: list[Turn]) -> builders.JobContext:
+    """The job's context with what these turns add to every pod."""
+    return replace(job, fits=tuple(turn.fit_pod for turn in turns))
 
 
 # How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not
@@ -97,16 +113,18 @@ CONFIG_MAP_RETRY_SECONDS = 30
 
 
 def _config_map_retry(
-    request: envelope.SyncRequest, desired: list[children.Child], name: str
+    request: envelope.SyncRequest, any_pod: bool, desired: list[children.Child], name: str
 ) -> int:
     """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
     for does not (docs/security.md, "The job's ConfigMap"), else 0."""
     wanted = config_map_name(name)
-    if not request.children.get(envelope.POD) or any(
-        envelope.name_of(c) == wanted for c in request.observed(envelope.CONFIG_MAP)
+    if not any_pod or any(
+        envelope.name_of(c) == wanted for c in request.observed(kinds.CONFIG_MAP_TYPE)
     ):
         return 0
-    asked = any(c.get("kind") == "ConfigMap" and envelope.name_of(c) == wanted for c in desired)
+    asked = any(
+        c.get("kind") == kinds.CONFIG_MAP and envelope.name_of(c) == wanted for c in desired
+    )
     return CONFIG_MAP_RETRY_SECONDS if asked else 0
 
 

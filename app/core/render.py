@@ -6,15 +6,15 @@ from typing import Any, TypedDict, Unpack
 
 import yaml
 
-from app.core import envelope, kubeenv
+from app.core import kinds, kubeenv
 from app.core.errors import BadRequest, EnvError, RenderError
 from app.core.reconcile import sync
 from app.core.status import invalid_spec_messages
 
 # What the CompositeController in metacontroller/ declares.
-CHILD_TYPES = (envelope.CONFIG_MAP, envelope.POD, envelope.SERVICE)
+CHILD_TYPES = (kinds.CONFIG_MAP_TYPE, kinds.POD_TYPE, kinds.SERVICE_TYPE)
 # What one that declares no ConfigMaps does (MX_CONFIG whole in every pod).
-INLINE_CHILD_TYPES = (envelope.POD, envelope.SERVICE)
+INLINE_CHILD_TYPES = (kinds.POD_TYPE, kinds.SERVICE_TYPE)
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def _is_list(document: Any) -> bool:
 def _render_one(
     n: int, job: Any, now: datetime, namespace: str, child_types: tuple[str, ...]
 ) -> list[Any]:
-    if not isinstance(job, dict) or job.get("kind") != "MXJob":
+    if not isinstance(job, dict) or job.get("kind") != kinds.MXJOB:
         raise RenderError(f"document {n + 1} is not an MXJob")
     meta = job.get("metadata")
     if isinstance(meta, dict) and not meta.get("namespace"):
@@ -89,8 +89,8 @@ def _render_one(
 
 
 def _expanded(documents: list[Any]) -> list[Any]:
-    config_maps = {d["metadata"]["name"]: d for d in documents if d.get("kind") == "ConfigMap"}
-    return [_expand_pod(d, config_maps) if d.get("kind") == "Pod" else d for d in documents]
+    config_maps = {d["metadata"]["name"]: d for d in documents if d.get("kind") == kinds.CONFIG_MAP}
+    return [_expand_pod(d, config_maps) if d.get("kind") == kinds.POD else d for d in documents]
 
 
 def _expand_pod(pod: dict[str, Any], config_maps: dict[str, Any]) -> dict[str, Any]:

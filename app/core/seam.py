@@ -2,7 +2,8 @@
 the decision, what it adds to the pods and the children it adds, read by the core without
 naming the integration."""
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -58,30 +59,57 @@ def add_to_pod(pod: dict[str, Any], update: PodUpdate) -> None:
         spec["tolerations"] = have + [t for t in update.tolerations if t not in have]
 
 
-# The job's first pod of a replica type, as the core builds it.
+# The job's first pod of a replica type, as the core builds it and the integrations that
+# joined the sync before fit it (`Turn.fit_pod`).
 FirstPod = Callable[[ReplicaType], dict[str, Any]]
 
 
 class Turn(Protocol):
     """An integration's part in one sync, once it has read the request: what it says before
-    the decision, and the children it adds after the core's, with the resync its timers need
-    (0: none)."""
+    the decision, what every pod of the job gets as it is built, the children it puts ahead of
+    the pods, and those it adds after the core's, with the resync its timers need (0: none)."""
 
     @property
     def say(self) -> Say | None: ...
 
+    def fit_pod(self, pod: dict[str, Any]) -> None:
+        """Add what this integration gives every pod of the job to one freshly built."""
+
+    def job_children(self) -> list[dict[str, Any]]:
+        """Children, one of each per job, that go ahead of its pods while it has any."""
+
     def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]: ...
 
 
-class Join(Protocol):
-    """How an integration joins a sync of a valid job: its Turn, or None when the controller
-    does not declare what it needs."""
+class TurnDefaults:
+    """What a Turn does at the fixed points it has no part in: nothing to the pods, no child
+    ahead of them."""
 
-    def __call__(
-        self,
-        request: SyncRequest,
-        spec: MXJobSpec,
-        previous: list[Condition],
-        finished: bool,
-        first_pod: FirstPod,
-    ) -> Turn | None: ...
+    def fit_pod(self, pod: dict[str, Any]) -> None:
+        """Leave the pod as the core built it."""
+
+    def job_children(self) -> list[dict[str, Any]]:
+        """No child ahead of the pods."""
+        return []
+
+
+def said(turns: Sequence[Turn]) -> Say | None:
+    """What the first integration that says anything before the decision says, if one does."""
+    return next((turn.say for turn in turns if turn.say is not None), None)
+
+
+@dataclass(frozen=True)
+class Joining:
+    """What an integration is handed as it joins a sync of a valid job: the request, the spec,
+    the previous status's conditions, whether the job had finished, and its first pods."""
+
+    request: SyncRequest
+    spec: MXJobSpec
+    previous: list[Condition]
+    finished: bool
+    first_pod: FirstPod
+
+
+# How an integration joins a sync of a valid job: its Turn, or None when the controller does
+# not declare what it needs.
+Join = Callable[[Joining], Turn | None]

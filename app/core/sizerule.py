@@ -8,14 +8,13 @@ from typing import Any
 import orjson
 
 from app.core.copies import Copies, copies, sum_copies
+from app.core.layout import Layout, own_env
 from app.core.mxconfig import (
-    Layout,
     kubelet_literal,
     labels_text,
     main_container,
     main_port,
     mx_config_around_index,
-    own_env,
     service_port,
     tuner_label,
 )
@@ -195,7 +194,7 @@ def _layout_copies(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCop
 
 
 def _layout_walked(job_name: str, spec: MXJobSpec, layout: Layout) -> _LayoutCopies:
-    own = copies(list(own_env(job_name, spec, layout is Layout.CONFIG_MAP_KEYS)))
+    own = copies(list(own_env(job_name, spec, layout)))
     cluster = cluster_text_counts(job_name, spec)
     labels = kubelet_literal(labels_text(spec))
     texts = {

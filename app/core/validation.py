@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from app.core.errors import SpecError
 from app.core.kubeenv import ENV_NAME
-from app.core.mxconfig import Layout
+from app.core.layout import Layout
 from app.core.names import (
     ANNOTATION_REPLICA_SERVICES,
     MAIN_CONTAINER,
@@ -39,7 +39,7 @@ def validated_spec(
     fresh: Layout | None = None,
 ) -> MXJobSpec:
     """The defaulted, validated spec, or SpecError naming every broken rule where the user wrote
-    it. The size rule judges `layout`, the one the job's requests carry (`observed.layout`), or
+    it. The size rule judges `layout`, the one the job's requests carry (`layout.layout_for`), or
     for a suspended job `fresh`, the one its pods are made anew in when it resumes."""
     try:
         return _validated_spec(job_name, raw_spec, layout, fresh or layout)

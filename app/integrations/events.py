@@ -4,15 +4,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import conditions, names
+from app.core import conditions, kinds, names
 from app.core.decision import Decision
 from app.core.envelope import ObjectMeta, SyncRequest
-from app.core.seam import FirstPod
-from app.core.spec import MXJobSpec
+from app.core.seam import Joining, TurnDefaults
 from app.core.times import parse_time, seconds_until
 
 # Declared by manifests/components/events.
-CHILD_TYPE = "Event.v1"
+CHILD_TYPE = kinds.EVENT_TYPE
 # Metacontroller recreates a desired child that vanishes, so an Event must stop being desired
 # before the API server expires it (--event-ttl, 1 h by default). The hook asks for the sync
 # that drops it (`expiry_in`): nothing else may sync a job at rest before its Events expire.
@@ -91,12 +90,10 @@ def _event(parent: ObjectMeta, cond: conditions.Condition, at: str, epoch: int) 
 
 
 def _envelope(parent: ObjectMeta, name: str) -> dict[str, Any]:
-    involved = {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": parent.name}
+    involved = kinds.header(kinds.MXJOB, kinds.MXJOB_API_VERSION) | {"name": parent.name}
     # kubectl describe finds a job's Events by involvedObject namespace, name, kind and uid.
     involved |= {k: v for k, v in (("namespace", parent.namespace), ("uid", parent.uid)) if v}
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
+    return kinds.header(kinds.EVENT) | {
         "metadata": {
             "name": name,
             "labels": names.job_labels(parent.name),
@@ -118,7 +115,7 @@ def _as_written(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | N
 
 
 @dataclass(frozen=True)
-class EventsTurn:
+class EventsTurn(TurnDefaults):
     """The Events' part in one sync: nothing said before the decision; after it, the job's
     Events and the sync that drops the oldest."""
 
@@ -132,12 +129,6 @@ class EventsTurn:
         return job_events, expiry_in(job_events, now)
 
 
-def join(
-    request: SyncRequest,
-    spec: MXJobSpec,
-    previous: list[conditions.Condition],
-    finished: bool,
-    first_pod: FirstPod,
-) -> EventsTurn | None:
+def join(sync: Joining) -> EventsTurn | None:
     """The Events' turn in a sync: None unless the controller declares Event children."""
-    return EventsTurn(request) if request.declares(CHILD_TYPE) else None
+    return EventsTurn(sync.request) if sync.request.declares(CHILD_TYPE) else None

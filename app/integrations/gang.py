@@ -2,31 +2,39 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from app.core import names
+from app.core import kinds, names
+from app.core.decision import Decision
+from app.core.envelope import SyncRequest
+from app.core.seam import Joining
 from app.core.spec import MXJobSpec
+
+POD_GROUP = "PodGroup"
 
 
 @dataclass(frozen=True)
 class GangScheduler:
     """A batch scheduler's PodGroup API and how its pods name their group."""
 
-    child_type: str
     api_version: str
     scheduler_name: str
     group_annotation: str | None = None
     group_label: str | None = None
 
+    @property
+    def child_type(self) -> str:
+        """The PodGroup child type a CompositeController declares for this scheduler."""
+        return kinds.child_type(POD_GROUP, self.api_version)
+
 
 VOLCANO = GangScheduler(
-    child_type="PodGroup.scheduling.volcano.sh/v1beta1",
     api_version="scheduling.volcano.sh/v1beta1",
     scheduler_name="volcano",
     group_annotation="scheduling.k8s.io/group-name",
 )
 SCHEDULER_PLUGINS = GangScheduler(
-    child_type="PodGroup.scheduling.x-k8s.io/v1alpha1",
     api_version="scheduling.x-k8s.io/v1alpha1",
     scheduler_name="scheduler-plugins-scheduler",
     group_label="scheduling.x-k8s.io/pod-group",
@@ -58,10 +66,10 @@ def pod_group(
     if gang is SCHEDULER_PLUGINS and policy and policy.scheduleTimeoutSeconds is not None:
         group["scheduleTimeoutSeconds"] = policy.scheduleTimeoutSeconds
     meta = names.metadata(name, namespace, names.job_labels(name), {})
-    return {"apiVersion": gang.api_version, "kind": "PodGroup", "metadata": meta, "spec": group}
+    return kinds.header(POD_GROUP, gang.api_version) | {"metadata": meta, "spec": group}
 
 
-def join(gang: GangScheduler, pod: dict[str, Any], group: str) -> None:
+def put_in_group(gang: GangScheduler, pod: dict[str, Any], group: str) -> None:
     """Put a freshly built pod into the job's group. A scheduler the user chose is kept."""
     pod["spec"].setdefault("schedulerName", gang.scheduler_name)
     meta = pod["metadata"]
@@ -69,3 +77,33 @@ def join(gang: GangScheduler, pod: dict[str, Any], group: str) -> None:
         meta["annotations"] = meta.get("annotations", {}) | {gang.group_annotation: group}
     if gang.group_label:
         meta["labels"][gang.group_label] = group
+
+
+@dataclass(frozen=True)
+class GangTurn:
+    """The gang scheduler's part in one sync: every pod in the job's group, and the group
+    ahead of the pods; nothing said before the decision, nothing added after."""
+
+    gang: GangScheduler
+    request: SyncRequest
+    spec: MXJobSpec
+    say: None = None
+
+    def fit_pod(self, pod: dict[str, Any]) -> None:
+        """Put the pod into the job's group."""
+        put_in_group(self.gang, pod, self.request.parent.metadata.name)
+
+    def job_children(self) -> list[dict[str, Any]]:
+        """The job's PodGroup."""
+        meta = self.request.parent.metadata
+        return [pod_group(self.gang, meta.name, meta.namespace, self.spec)]
+
+    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
+        """None after the core's."""
+        return [], 0
+
+
+def join(sync: Joining) -> GangTurn | None:
+    """The gang scheduler's turn in a sync: None unless the controller declares PodGroups."""
+    gang = declared(sync.request.declares)
+    return GangTurn(gang, sync.request, sync.spec) if gang is not None else None

@@ -13,7 +13,7 @@ import orjson
 import yaml
 
 from app.core.children import LAST_APPLIED
-from app.core.envelope import CONFIG_MAP
+from app.core.kinds import CONFIG_MAP_TYPE
 from app.core.reconcile import sync
 from tests.support import jobs as s
 
@@ -126,7 +126,7 @@ def running_job_request(size: Size, config_map: bool = True) -> dict[str, Any]:
     as under a CompositeController that declares no ConfigMaps: every pod carries its whole
     MX_CONFIG, as before the ConfigMap."""
     parent = s.mxjob(s.train_spec(size.servers, size.workers, policy="OnFailure"))
-    types = [CONFIG_MAP] if config_map else []
+    types = [CONFIG_MAP_TYPE] if config_map else []
     answer = s.created(s.request(parent, others={t: [] for t in types}))
     for _ in range(2):
         pods = [_as_cluster_shows(p, **_running_status()) for p in s.pods_of(answer)]

@@ -22,7 +22,7 @@ import pytest
 from app.core import parsecost, sizerule, validation
 from app.core.children import LAST_APPLIED
 from app.core.errors import SpecError
-from app.core.mxconfig import Layout
+from app.core.layout import Layout
 from app.core.parsecost import MiB
 from app.core.reconcile import sync
 from app.service.settings import Settings

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.core import conditions, names, pods
-from app.core.envelope import CONFIG_MAP
 from app.core.errors import SpecError
+from app.core.kinds import CONFIG_MAP_TYPE
 from app.core.reconcile import sync
 from app.core.validation import validated_spec
 from app.integrations.gang import VOLCANO
@@ -100,11 +100,13 @@ def _largest_admitted() -> dict[str, Any]:
     while high - low > 1:
         middle = (low + high) // 2
         low, high = (middle, high) if _admitted(middle) else (low, middle)
-    return _running(s.mxjob(_train(low), name=EDGE_NAME), others={CONFIG_MAP: []})
+    return _running(s.mxjob(_train(low), name=EDGE_NAME), others={CONFIG_MAP_TYPE: []})
 
 
 BUILDERS = BASES | {
-    LARGE: lambda: _running(s.mxjob(s.train_spec(100, 1000, "OnFailure")), others={CONFIG_MAP: []}),
+    LARGE: lambda: _running(
+        s.mxjob(s.train_spec(100, 1000, "OnFailure")), others={CONFIG_MAP_TYPE: []}
+    ),
     EDGE: _largest_admitted,
 }
 

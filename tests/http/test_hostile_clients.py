@@ -18,7 +18,7 @@ import orjson
 import pytest
 import yaml
 
-from app.core import envelope
+from app.core import kinds
 from app.core.parsecost import MiB
 from tests.support import REPO
 from tests.support import jobs as s
@@ -54,7 +54,7 @@ def new_job(workers: int) -> bytes:
         replica["template"]["spec"]["containers"][0]["env"] = [
             {"name": "BIG", "value": "x" * 20_000}
         ]
-    return orjson.dumps(s.after_first(s.request(s.mxjob(spec), others={envelope.CONFIG_MAP: []})))
+    return orjson.dumps(s.after_first(s.request(s.mxjob(spec), others={kinds.CONFIG_MAP_TYPE: []})))
 
 
 @contextmanager

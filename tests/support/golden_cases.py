@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.core import envelope
+from app.core import kinds
 from app.core.reconcile import sync
 from tests.support import REPO
 from tests.support import jobs as s
@@ -34,7 +34,7 @@ def _train() -> dict[str, Any]:
 
 
 # The child types the CompositeController declares besides pods and Services.
-CONFIG_MAPS = (envelope.CONFIG_MAP,)
+CONFIG_MAPS = (kinds.CONFIG_MAP_TYPE,)
 
 
 def _run(
@@ -106,7 +106,7 @@ def upgraded_job_running() -> Case:
     """A job started by the previous version (every pod with its whole MX_CONFIG) synced
     once the controller declares ConfigMaps: every pod kept, the ConfigMap added."""
     req, _ = _life({}, _all(RUNNING), child_types=())
-    req["children"][envelope.CONFIG_MAP] = {}
+    req["children"][kinds.CONFIG_MAP_TYPE] = {}
     return req, s.later(90)
 
 
@@ -232,7 +232,7 @@ def invalid_spec() -> Case:
     spec = s.train_spec(servers=1, workers=2)
     del spec["mxReplicaSpecs"]["Scheduler"]
     spec["mxReplicaSpecs"]["Worker"]["replicas"] = -1
-    return s.request(s.mxjob(spec), others={envelope.CONFIG_MAP: []}), s.NOW
+    return s.request(s.mxjob(spec), others={kinds.CONFIG_MAP_TYPE: []}), s.NOW
 
 
 def _bad_policy(spec: dict[str, Any]) -> None:

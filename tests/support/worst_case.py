@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from app.core import envelope
-from app.core.mxconfig import Layout
+from app.core.kinds import CONFIG_MAP_TYPE, POD_TYPE, SERVICE_TYPE
+from app.core.layout import Layout
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests.support import jobs as s
@@ -47,9 +47,7 @@ def sample_children(
     that declares no ConfigMaps; release 0.1.0's: as that release answered), and the first
     child of each kind and replica type written as Metacontroller writes it (with its
     last-applied annotation), pods run."""
-    maps: dict[str, list[dict[str, Any]]] = (
-        {} if layout is Layout.INLINE else {envelope.CONFIG_MAP: []}
-    )
+    maps: dict[str, list[dict[str, Any]]] = {} if layout is Layout.INLINE else {CONFIG_MAP_TYPE: []}
     answer = s.created(s.request(parent, others=maps), now)
     if layout is Layout.CONFIG_MAP_KEYS:
         answer = released_0_1_0(answer)
@@ -110,9 +108,9 @@ def running_status(pod: dict[str, Any]) -> dict[str, Any]:
 
 def observed_everything(sampled: Sampled, layout: Layout = Layout.CONFIG_MAP) -> dict[str, Any]:
     """The sync request once every child of the answer exists and every pod runs."""
-    kinds: tuple[str, ...] = (envelope.POD, envelope.SERVICE)
+    kinds: tuple[str, ...] = (POD_TYPE, SERVICE_TYPE)
     if layout is not Layout.INLINE:
-        kinds = (envelope.CONFIG_MAP, *kinds)
+        kinds = (CONFIG_MAP_TYPE, *kinds)
     children: dict[str, dict[str, Any]] = {t: {} for t in kinds}
     for child in sampled.answer["children"]:
         sample = sampled.samples[_sample_key(child)]

@@ -14,7 +14,7 @@ from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
 
 from app.controllers.kueuestatus import decide
-from app.core import names
+from app.core import kinds, names
 from app.integrations.kueue import API_VERSION, GROUP
 
 LOG = logging.getLogger("mxjob.kueue-status")
@@ -73,7 +73,7 @@ def job_key(obj: dict[str, Any]) -> JobKey | None:
 
 def owned_by_mxjob(workload: dict[str, Any]) -> bool:
     refs = workload.get("metadata", {}).get("ownerReferences") or []
-    return any(r.get("kind") == "MXJob" and r.get("controller") for r in refs)
+    return any(r.get("kind") == kinds.MXJOB and r.get("controller") for r in refs)
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:

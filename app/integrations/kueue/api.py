@@ -4,13 +4,18 @@ condition, and the related objects the customize hook hands over."""
 from collections.abc import Mapping
 from typing import Any
 
+from app.core.kinds import child_type
+
 GROUP = "kueue.x-k8s.io"
 
 
 API_VERSION = f"{GROUP}/v1beta2"  # Kueue v0.17's storage version
 
 
-WORKLOAD_TYPE = f"Workload.{API_VERSION}"
+WORKLOAD_KIND = "Workload"
+
+
+WORKLOAD_TYPE = child_type(WORKLOAD_KIND, API_VERSION)
 
 
 QUEUE_LABEL = f"{GROUP}/queue-name"

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from app.core.kinds import CORE_API_VERSION
 from app.integrations.kueue.api import API_VERSION, DEFAULT_QUEUE, POD_PRIORITY_GROUP
 
 # What the customize hook answers: every ResourceFlavor and priority class, then the job's
@@ -31,7 +32,7 @@ def namespace_rules(namespace: str) -> list[dict[str, Any]]:
     """The related objects a job's namespace adds: the Namespace (its labels say whether it
     holds jobs without a queue) and its default LocalQueue."""
     return [
-        {"apiVersion": "v1", "resource": "namespaces", "names": [namespace]},
+        {"apiVersion": CORE_API_VERSION, "resource": "namespaces", "names": [namespace]},
         {
             "apiVersion": API_VERSION,
             "resource": "localqueues",

@@ -6,13 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import envelope
-from app.core.conditions import Condition
+from app.core import envelope, kinds
 from app.core.decision import Decision
 from app.core.envelope import SyncRequest
-from app.core.seam import FirstPod
+from app.core.seam import FirstPod, Joining, TurnDefaults
 from app.core.spec import MXJobSpec
-from app.integrations.kueue.api import API_VERSION, WORKLOAD_TYPE
+from app.integrations.kueue.api import API_VERSION, WORKLOAD_KIND, WORKLOAD_TYPE
 from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.priorities import priority
 from app.integrations.kueue.queues import queueing
@@ -27,7 +26,7 @@ from app.integrations.kueue.workloads import (
 
 
 @dataclass(frozen=True)
-class KueueTurn:
+class KueueTurn(TurnDefaults):
     """Kueue's part in one sync: the gate's answer, said before the decision, and the
     Workloads the job keeps after it."""
 
@@ -44,19 +43,13 @@ class KueueTurn:
         return workloads(self.request, self.spec, self.say, self.view, self.first_pod), 0
 
 
-def join(
-    request: SyncRequest,
-    spec: MXJobSpec,
-    previous: list[Condition],
-    finished: bool,
-    first_pod: FirstPod,
-) -> KueueTurn | None:
+def join(sync: Joining) -> KueueTurn | None:
     """Kueue's turn in a sync: None unless the controller declares Workload children."""
-    view = job_view(request, spec, finished, first_pod)
+    view = job_view(sync.request, sync.spec, sync.finished, sync.first_pod)
     if view is None:
         return None
-    say = gate(view, previous, request.related, spec)
-    return KueueTurn(request, spec, view, say, first_pod)
+    say = gate(view, sync.previous, sync.request.related, sync.spec)
+    return KueueTurn(sync.request, sync.spec, view, say, sync.first_pod)
 
 
 def job_view(
@@ -81,7 +74,7 @@ def job_view(
         current = [
             w for w in observed_workloads if envelope.name_of(w) == legacy and covers(w, sets)
         ]
-    pods = request.observed(envelope.POD)
+    pods = request.observed(kinds.POD_TYPE)
     return JobView(
         name=meta.name,
         queue=where.queue,
@@ -133,9 +126,7 @@ def _kept(observed: Mapping[str, Any]) -> dict[str, Any]:
     """An observed Workload as its own desired state (Workloads are never updated)."""
     meta = observed.get("metadata") or {}
     kept = {k: meta[k] for k in ("name", "namespace", "labels") if k in meta}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Workload",
+    return kinds.header(WORKLOAD_KIND, API_VERSION) | {
         "metadata": kept,
         "spec": observed.get("spec") or {},
     }

@@ -7,8 +7,9 @@ from typing import Any
 import orjson
 
 from app.core import names
+from app.core.kinds import header
 from app.core.spec import MXJobSpec, ReplicaType
-from app.integrations.kueue.api import API_VERSION, dicts
+from app.integrations.kueue.api import API_VERSION, WORKLOAD_KIND, dicts
 from app.integrations.kueue.priorities import Priority
 
 # Hex digits of the pod sets' hash in a Workload's name (Kueue's own names carry 5).
@@ -92,9 +93,8 @@ def workload(
         # Both or neither (the Workload CRD's rule): a class that does not exist gives none.
         body["priorityClassRef"] = {"group": prio.group, "kind": prio.kind, "name": prio.name}
         body["priority"] = prio.value
-    labels = {names.LABEL_OPERATOR: names.OPERATOR_NAME, names.LABEL_JOB: name}
-    meta = names.metadata(workload_name_, namespace, labels, {})
-    return {"apiVersion": API_VERSION, "kind": "Workload", "metadata": meta, "spec": body}
+    meta = names.metadata(workload_name_, namespace, names.job_labels(name), {})
+    return header(WORKLOAD_KIND, API_VERSION) | {"metadata": meta, "spec": body}
 
 
 def pod_template(pod: dict[str, Any]) -> dict[str, Any]:

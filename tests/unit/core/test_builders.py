@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import builders, kubeenv, mxconfig, observed
+from app.core import builders, kubeenv, layout, mxconfig
 from app.core.errors import EnvError
 from app.core.reconcile import sync
 from app.core.render import render
@@ -320,14 +320,14 @@ def test_every_recorded_source_is_checked() -> None:
 
 
 def test_without_a_configmap_type_mx_config_stays_inline() -> None:
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), None, False)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), False)
     env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env][:2] == ["MX_CONFIG", "DMLC_PS_ROOT_URI"]
     assert "$" not in env[0]["value"]
 
 
 def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), True)
     container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"] == [{"configMapRef": {"name": "mnist-mx-config"}}]
     required = {"configMapKeyRef": {"name": "mnist-mx-config", "key": "MX_CONFIG_LABELS"}}
@@ -364,7 +364,7 @@ def test_a_foreign_configmap_of_the_jobs_name_holds_every_container_back(
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].append(
         {"name": "side", "image": "busybox"}
     )
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
     foreign = {"mnist-mx-config": {"data": data}}
     containers = builders.pod(j, W, 1, 0, 0)["spec"]["containers"]
     assert len(containers) == 2
@@ -383,9 +383,7 @@ CLUSTER_1_2 = (
 
 
 def test_config_map_holds_every_job_wide_variable_by_name() -> None:
-    j = builders.job_context(
-        "mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), None, True
-    )
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), True)
     assert builders.config_map(j) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -422,9 +420,9 @@ def _current_pod(name: str = "mnist-mx-config") -> dict[str, Any]:
     return {"spec": {"containers": [{"name": "side"}, {"name": "mxnet", "envFrom": env_from}]}}
 
 
-NONE = observed.ConfigMapUse()
-OLD, WHOLE = observed.ConfigMapUse(old_keys=True), observed.ConfigMapUse(env_from=True)
-BOTH = observed.ConfigMapUse(old_keys=True, env_from=True)
+NONE = layout.ConfigMapUse()
+OLD, WHOLE = layout.ConfigMapUse(old_keys=True), layout.ConfigMapUse(env_from=True)
+BOTH = layout.ConfigMapUse(old_keys=True, env_from=True)
 ODD_CONTAINERS = [None, {"env": [None, {"valueFrom": 1}], "envFrom": [None, {"configMapRef": 1}]}]
 ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
 
@@ -445,14 +443,14 @@ ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
     ],
 )
 def test_readers_says_how_pods_read_the_config_map(
-    pods: list[Any], found: observed.ConfigMapUse
+    pods: list[Any], found: layout.ConfigMapUse
 ) -> None:
-    assert observed.config_map_use(pods, "mnist") == found
+    assert layout.config_map_use(pods, "mnist") == found
 
 
-def _job_read(config_map_use: observed.ConfigMapUse) -> builders.JobContext:
+def _job_read(config_map_use: layout.ConfigMapUse) -> builders.JobContext:
     spec = validated_spec("mnist", train_spec(1, 2))
-    return builders.job_context("mnist", "team-a", spec, None, True, config_map_use)
+    return builders.job_context("mnist", "team-a", spec, True, config_map_use)
 
 
 def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> None:
@@ -498,7 +496,7 @@ def test_user_variables_named_like_ours_are_replaced() -> None:
     user_env = [{"name": "MX_CONFIG_CLUSTER", "value": "mine"}, {"name": "KEEP", "value": "1"}]
     user_env += [{"name": "DMLC_NUM_WORKER", "value": "99"}, {"name": "DMLC_ROLE", "value": "x"}]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
     env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
     ours = [mxconfig.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
     assert [e["name"] for e in env] == [*ours, "KEEP"]
@@ -511,7 +509,7 @@ def test_our_env_from_comes_after_the_users_so_theirs_cannot_override_ours() -> 
     containers = spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
     containers[0]["envFrom"] = [mine, {"configMapRef": {"name": "other"}, "prefix": "DMLC_"}]
     containers[0]["env"] = [{"name": "ROLE_SEEN", "value": "$(DMLC_ROLE)/$(DMLC_NUM_WORKER)"}]
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), None, True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
     container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"][-1] == {"configMapRef": {"name": "mnist-mx-config"}}
     maps = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.core import envelope
+from app.core import kinds
 from app.core.errors import RenderError
 from app.core.render import render
 from tests.support import REPO
@@ -17,7 +17,7 @@ from tests.support import jobs as s
 def test_render_is_the_sync_answer_as_yaml() -> None:
     job = s.mxjob(s.train_spec())
     documents = list(yaml.safe_load_all(render(yaml.safe_dump(job), s.NOW)))
-    answer = s.created(s.request(job, others={envelope.CONFIG_MAP: []}))
+    answer = s.created(s.request(job, others={kinds.CONFIG_MAP_TYPE: []}))
     assert documents == [job | {"status": answer["status"]}, *answer["children"]]
     assert [d["kind"] for d in documents[:3]] == ["MXJob", "ConfigMap", "Pod"]
 

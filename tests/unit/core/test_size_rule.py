@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import builders, envelope, mxconfigsize, parsecost, sizerule, validation
+from app.core import builders, kinds, mxconfigsize, parsecost, sizerule, validation
 from app.core.errors import SpecError
-from app.core.mxconfig import Layout
+from app.core.layout import Layout
 from app.core.normalise import normalise
 from app.core.parsecost import MiB
 from app.core.reconcile import sync
@@ -159,14 +159,14 @@ def test_the_layout_is_the_one_the_request_implies() -> None:
     inline = s.created(s.request(job))
     assert (_condition(inline), inline["children"]) == (("Failed", "True", "MXJobInvalidSpec"), [])
     assert INLINE_HINT in inline["status"]["conditions"][-1]["message"]
-    with_maps = s.created(s.request(job, others={envelope.CONFIG_MAP: []}))
+    with_maps = s.created(s.request(job, others={kinds.CONFIG_MAP_TYPE: []}))
     assert _condition(with_maps) == ("Created", "True", "MXJobCreated")
 
     small = s.mxjob(workers(3), "a" * 32)
     first = s.created(s.request(small))
     running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(first)}
     request = s.step(small, first, running, s.later(30))[0]
-    request["children"][envelope.CONFIG_MAP] = {}
+    request["children"][kinds.CONFIG_MAP_TYPE] = {}
     request["parent"]["spec"] = workers(1200)
     answer = sync(request, s.later(60))
     assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
@@ -398,8 +398,8 @@ def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() ->
     made in when it resumes, so the suspension takes effect, and it resumes in the shipped
     layout."""
     job = s.mxjob(train()(3000), "a")
-    maps = (envelope.CONFIG_MAP,)
-    released = released_0_1_0(s.created(s.request(job, others={envelope.CONFIG_MAP: []})))
+    maps = (kinds.CONFIG_MAP_TYPE,)
+    released = released_0_1_0(s.created(s.request(job, others={kinds.CONFIG_MAP_TYPE: []})))
     running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(released)}
     request, answer = s.step(job, released, running, s.later(30), maps)
     assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
@@ -413,7 +413,7 @@ def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() ->
 
     job["spec"]["runPolicy"] = {"suspend": False}
     resumed = sync(
-        s.request(job | {"status": suspended["status"]}, others={envelope.CONFIG_MAP: []}),
+        s.request(job | {"status": suspended["status"]}, others={kinds.CONFIG_MAP_TYPE: []}),
         s.later(90),
     )
     assert "MXJobInvalidSpec" not in json.dumps(resumed["status"])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import envelope, kubeenv, mxconfig
+from app.core import kinds, kubeenv, mxconfig
 from app.core.render import INLINE_CHILD_TYPES, render
 from tests.support import REPO
 from tests.support import jobs as s
@@ -39,7 +39,7 @@ TEXTS = [
 def _answer(job: dict[str, Any], layout: str) -> dict[str, Any]:
     if layout == "inline":
         return s.created(s.request(job))
-    answer = s.created(s.request(job, others={envelope.CONFIG_MAP: []}))
+    answer = s.created(s.request(job, others={kinds.CONFIG_MAP_TYPE: []}))
     return released_0_1_0(answer) if layout == "release-0.1.0" else answer
 
 
