@@ -128,6 +128,8 @@ def run_server(config: Config, args: argparse.Namespace) -> int:
             print(f"{name}: trial {trial['id']} {trial}", flush=True)
             accuracy = run_trial(trial, args.gpu)
             client.call("/result", {**trial, "accuracy": accuracy, "server": name})
+        elif time.monotonic() > client.deadline:
+            raise TuneError(f"neither a trial nor a stop within {args.timeout} s")
 
 
 def grid(args: argparse.Namespace, key: str) -> list[Json]:

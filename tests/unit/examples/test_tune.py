@@ -170,3 +170,19 @@ def test_the_tuner_runs_its_grid_through_the_tracker_and_decides(
     ]
     assert boards[0].stopped
     assert boards[0].told == {"tunerserver-0"}
+
+
+@pytest.mark.slow
+def test_a_server_given_neither_a_trial_nor_a_stop_gives_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tracker, "POLL_SECONDS", 0.1)
+    port = free_port()
+    served = threading.Thread(target=tracker.serve, args=(port, 30))
+    served.start()
+    config = tune.Config("tunerserver", 0, ("127.0.0.1", port), "cpu")
+    with pytest.raises(tune.TuneError, match=r"^neither a trial nor a stop within 0\.5 s$"):
+        tune.run_server(config, tune.options(["--timeout=0.5"]))
+    tune.Client(config.tracker, time.monotonic() + 5).call("/stop", {})
+    served.join(30)
+    assert not served.is_alive()
