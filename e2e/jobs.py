@@ -28,16 +28,27 @@ def template(program: str, args: list[str], port: int | None) -> dict[str, Any]:
     return {"spec": {"containers": [container]}}
 
 
-def example(file: str, name: str, scheduler_port: int) -> dict[str, Any]:
-    """examples/`file` as a user applies it, renamed, its Scheduler on `scheduler_port` (see
-    `mxjob`) and every container with USER_ENV."""
+def example(file: str, name: str, port: int, listener: str = "Scheduler") -> dict[str, Any]:
+    """examples/`file` as a user applies it, renamed, the replica the others connect to
+    (`listener`) on `port` (see `mxjob`) and every container with USER_ENV."""
     job: dict[str, Any] = yaml.safe_load((EXAMPLES / file).read_text())
     job["metadata"]["name"] = name
     for rtype, spec in job["spec"]["mxReplicaSpecs"].items():
         for container in spec["template"]["spec"]["containers"]:
             container["env"] = [*container.get("env", []), *USER_ENV]
-            if rtype == "Scheduler":
-                container["ports"] = [{"name": "mxjob-port", "containerPort": scheduler_port}]
+            if rtype == listener:
+                container["ports"] = [{"name": "mxjob-port", "containerPort": port}]
+    return job
+
+
+def tune(name: str, tracker_port: int, tuner_args: list[str] | None = None) -> dict[str, Any]:
+    """examples/tune.yaml as a user applies it, renamed, its TunerTracker on `tracker_port` (a
+    free port of this shared host, as the Scheduler's in `mxjob`), the Tuner's args replaced
+    by `tuner_args` if given."""
+    job = example("tune.yaml", name, tracker_port, "TunerTracker")
+    if tuner_args is not None:
+        (tuner,) = job["spec"]["mxReplicaSpecs"]["Tuner"]["template"]["spec"]["containers"]
+        tuner["args"] = tuner_args
     return job
 
 

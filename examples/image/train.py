@@ -21,6 +21,7 @@ from mxnet import autograd, gluon
 
 POINTS_PER_WORKER = 1024
 HELD_OUT = 1000
+HELD_OUT_SEED = 999
 HIDDEN = 64
 TURNS = 1.25
 
@@ -37,9 +38,14 @@ def spirals(seed: int, n: int) -> tuple[mx.nd.NDArray, mx.nd.NDArray]:
     return mx.nd.array(points.astype("float32")), mx.nd.array(label.astype("float32"))
 
 
-def model() -> gluon.nn.HybridSequential:
+def held_out() -> tuple[mx.nd.NDArray, mx.nd.NDArray]:
+    """The points every worker measures its accuracy on, which no worker trains on."""
+    return spirals(seed=HELD_OUT_SEED, n=HELD_OUT)
+
+
+def model(hidden: int) -> gluon.nn.HybridSequential:
     net = gluon.nn.HybridSequential()
-    net.add(gluon.nn.Dense(HIDDEN, activation="relu"), gluon.nn.Dense(HIDDEN, activation="relu"))
+    net.add(gluon.nn.Dense(hidden, activation="relu"), gluon.nn.Dense(hidden, activation="relu"))
     net.add(gluon.nn.Dense(2))
     return net
 
@@ -58,11 +64,12 @@ def options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--epochs", type=int, default=10, help="passes over the shard")
     parser.add_argument("--batch-size", type=int, default=128, help="per worker")
     parser.add_argument("--lr", type=float, default=0.01, help="Adam's learning rate")
+    parser.add_argument("--hidden", type=int, default=HIDDEN, help="units per hidden layer")
     parser.add_argument("--kv-store", default="dist_sync", help="local for a single Worker")
     parser.add_argument("--gpu", action="store_true", help="train on the pod's first GPU")
     args = parser.parse_args(argv)
-    if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0:
-        parser.error("--epochs and --batch-size must be at least 1, --lr above 0")
+    if min(args.epochs, args.batch_size, args.hidden) < 1 or args.lr <= 0:
+        parser.error("--epochs, --batch-size and --hidden must be at least 1, --lr above 0")
     return args
 
 
@@ -70,12 +77,12 @@ def train(args: argparse.Namespace, kv: mx.kvstore.KVStore) -> gluon.Block:
     """Train on this worker's shard, printing the held-out accuracy after each epoch."""
     mx.random.seed(7)
     device = mx.gpu(0) if args.gpu else mx.cpu()
-    net = model()
+    net = model(args.hidden)
     net.initialize(mx.init.Xavier(), ctx=device)
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": args.lr}, kvstore=kv)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     x, y = spirals(seed=100 + kv.rank, n=POINTS_PER_WORKER)
-    held_x, held_y = (a.as_in_context(device) for a in spirals(seed=999, n=HELD_OUT))
+    held_x, held_y = (a.as_in_context(device) for a in held_out())
     batches = gluon.data.DataLoader(gluon.data.ArrayDataset(x, y), args.batch_size)
     for epoch in range(1, args.epochs + 1):
         total = 0.0

@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from e2e import trained
+from e2e import trained, tuned
 from e2e.cluster import preflight
-from e2e.jobs import mxjob, single_worker
+from e2e.images import EXAMPLES
+from e2e.jobs import mxjob, single_worker, tune
 from e2e.kubelet import Report
 from e2e.runner import JobRun, run_job
 from localcluster.ports import free_port
@@ -219,6 +220,46 @@ def test_the_quick_start_job_trains_on_every_worker_to_the_same_weights(harness:
     shown = trained.accuracies(readme_worker_log())
     assert [epoch for epoch, _ in shown] == list(range(1, 11))
     assert [a for _, a in shown] == pytest.approx(accuracy, abs=README_TOLERANCE)
+    assert run.running() == []
+
+
+def test_the_tune_example_runs_its_grid_and_its_tuner_decides_success(harness: Harness) -> None:
+    """examples/tune.yaml: two TunerServers train the grid's four trials the tracker hands
+    them, the Tuner prints each and the best, which reaches the example's threshold."""
+    assert f"--threshold={tuned.THRESHOLD}" in (EXAMPLES / "tune.yaml").read_text()
+    run = harness.run(tune(JOB, free_port()))
+
+    assert run.states() == ["Created", "Running", "Succeeded"]
+    log = run.log(f"{JOB}-tuner-0")
+    trials = tuned.trials(log)
+    assert [(t, lr, hidden) for t, lr, hidden, _, _ in trials] == [
+        (0, 0.001, 4), (1, 0.001, 64), (2, 0.01, 4), (3, 0.01, 64),
+    ], log  # fmt: skip
+    servers = {f"tunerserver-{i}" for i in range(2)}
+    assert {server for *_, server in trials} <= servers
+    accuracies = [accuracy for _, _, _, accuracy, _ in trials]
+    assert tuned.best(log) == [(accuracies.index(max(accuracies)), max(accuracies))], log
+    assert max(accuracies) >= tuned.THRESHOLD
+    # Each server registered under its template's tuner-server-key, read from MX_CONFIG.
+    for server in servers:
+        assert f"{server}: registered with key 'cpu'" in run.log(f"{JOB}-{server}")
+    assert run.status["replicaStatuses"]["Tuner"]["succeeded"] == 1
+    assert run.running() == []
+
+
+def test_a_tune_job_whose_best_misses_the_threshold_fails(harness: Harness) -> None:
+    """One trial that cannot learn the spirals (4 hidden units, a slow learning rate): the
+    Tuner exits 1, which fails the job, naming the Tuner."""
+    args = ["--learning-rates=0.001", "--hidden-sizes=4", f"--threshold={tuned.THRESHOLD}"]
+    run = harness.run(tune(JOB, free_port(), args))
+
+    assert run.states() == ["Created", "Running", "Failed"]
+    log = run.log(f"{JOB}-tuner-0")
+    ((_, _, _, accuracy, _),) = tuned.trials(log)
+    assert accuracy < tuned.THRESHOLD
+    assert f"the best accuracy {accuracy:.4f} is below {tuned.THRESHOLD}" in log, log
+    assert run.reported(f"{JOB}-tuner-0") == ["Running", "Failed (exit 1)"]
+    assert re.search(r"\bTuner\b.*\b0\b.*\bexit code 1\b", run.condition("Failed")["message"])
     assert run.running() == []
 
 

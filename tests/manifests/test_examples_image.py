@@ -22,19 +22,14 @@ from tests.support.overlays import IMAGE as HOOK_IMAGE
 FOLDER = EXAMPLES_IMAGE_FOLDER
 REPOSITORY, MXNET_TAG = EXAMPLES_IMAGE.rsplit(":", 1)
 GPU_IMAGE = f"{EXAMPLES_IMAGE}-gpu"
+# What the examples run, copied into the image's WORKDIR: every program of this folder.
+PROGRAMS = ("train.py", "tune.py", "tracker.py")
 WORKFLOW = REPO / ".github" / "workflows" / "ci.yaml"
 # (Dockerfile, its requirements file, the MXNet package it installs)
 VARIANTS = [
     pytest.param("Dockerfile", "requirements.txt", "mxnet", id="cpu"),
     pytest.param("Dockerfile.gpu", "requirements-gpu.txt", "mxnet-cu117", id="gpu"),
 ]
-# Examples of other projects' software, which our image does not hold, name those projects'
-# images: BytePS's own (bpslaunch and byteps built against MXNet), and the auto-tuning image
-# training-operator's MXTune example named (TVM's autotvm).
-THIRD_PARTY = {
-    "examples/byteps.yaml": {"bytepsimage/mxnet"},
-    "examples/tune.yaml": {"mxjob/auto-tuning:gpu"},
-}
 # Where a doc names an image: a YAML `image:` key, a Python `image=` argument, a JSON "image".
 NAMED_IMAGE = re.compile(r"""\bimage["']?\s*[:=]\s*["']?([\w.\-/:@${}]+)""")
 
@@ -89,9 +84,18 @@ def test_the_name_is_ours_and_tagged_with_the_mxnet_version() -> None:
 
 @pytest.mark.parametrize("path", examples(), ids=lambda p: str(p.relative_to(REPO)))
 def test_every_example_names_the_examples_image(path: Path) -> None:
-    source = str(path.relative_to(REPO))
-    foreign = {i for i in images_in_example(path) if not allowed(i)}
-    assert foreign == THIRD_PARTY.get(source, set())
+    assert {i for i in images_in_example(path) if not allowed(i)} == set()
+
+
+@pytest.mark.parametrize("path", examples(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_example_runs_a_program_the_image_holds(path: Path) -> None:
+    documents = list(yaml.safe_load_all(path.read_text()))
+    words = [w for c in containers(documents) for w in c.get("command", []) + c.get("args", [])]
+    assert {w for w in words if w.endswith(".py")} <= set(PROGRAMS)
+
+
+def test_the_image_holds_every_program_of_its_folder() -> None:
+    assert sorted(PROGRAMS) == sorted(p.name for p in FOLDER.glob("*.py"))
 
 
 def test_every_doc_snippet_names_the_examples_image_or_the_hooks() -> None:
@@ -149,7 +153,10 @@ def test_builds_on_the_hooks_base_and_runs_train_py_as_non_root(
     assert [rest for word, rest in ours if word == "FROM"] == [
         rest for word, rest in hooks if word == "FROM"
     ]
-    assert [rest for word, rest in ours if word == "COPY"] == [f"{requirements} ./", "train.py ./"]
+    assert [rest for word, rest in ours if word == "COPY"] == [
+        f"{requirements} ./",
+        f"{' '.join(PROGRAMS)} ./",
+    ]
     installs = [rest for word, rest in ours if word == "RUN" and "pip" in rest]
     assert installs == [f"pip install --no-cache-dir --no-deps -r {requirements}"]
     assert [rest for word, rest in ours if word == "WORKDIR"] == ["/workspace"]
@@ -193,7 +200,12 @@ def test_same_mxnet_and_numpy_as_the_mxnet_tier() -> None:
 def test_build_context_holds_only_what_the_images_copy() -> None:
     lines = (FOLDER / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == ["*", "!requirements.txt", "!requirements-gpu.txt", "!train.py"]
+    assert patterns == [
+        "*",
+        "!requirements.txt",
+        "!requirements-gpu.txt",
+        *(f"!{name}" for name in PROGRAMS),
+    ]
 
 
 def workflow_steps(job: str) -> list[dict[str, Any]]:
