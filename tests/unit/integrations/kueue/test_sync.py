@@ -17,6 +17,7 @@ from tests.support.jobs import (
     pod_status,
     pods_of,
     request,
+    running_children,
     services_of,
     train_spec,
 )
@@ -132,8 +133,7 @@ def test_an_admission_that_cannot_be_applied_keeps_the_job_waiting(
 def test_eviction_stops_the_job_and_requeues_it_uncharged() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     now_running = synced(kreq(job, pods, services, [admitted]), later(20))
     assert state(now_running) == "Running"
     job["status"] = now_running["status"]
@@ -289,8 +289,7 @@ def test_without_the_label_or_the_child_type_nothing_changes() -> None:
 def test_a_label_added_to_a_running_job_changes_nothing() -> None:
     first = created(request(mxjob(train_spec())))
     job = mxjob(train_spec(), status=first["status"])
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(first)]
-    services = [observed(s) for s in services_of(first)]
+    pods, services = running_children(first)
     unlabelled = sync(kreq(copy.deepcopy(job), pods, services), later(5))
     job["metadata"]["labels"] = dict(QUEUE)
     assert sync(kreq(job, pods, services), later(5)) == unlabelled
@@ -327,8 +326,7 @@ def test_a_label_removed_from_an_admitted_job_keeps_its_workload() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
     job["metadata"]["labels"] = {}
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services, [admitted]), later(20))
     names = [w["metadata"]["name"] for w in workloads_of(response)]
     assert names == [admitted["metadata"]["name"]]
@@ -340,8 +338,7 @@ def test_a_label_removed_from_an_admitted_job_keeps_its_workload() -> None:
 def test_a_workload_deleted_by_hand_is_recreated_and_running_pods_stay() -> None:
     job, _, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services), later(20))
     assert len(workloads_of(response)) == 1
     assert len(pods_of(response)) == 5
@@ -365,8 +362,7 @@ def test_a_suspended_queued_job_releases_its_workload() -> None:
 def test_a_flavor_gone_from_under_a_running_job_does_not_stop_it() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services, [admitted], rel={}), later(20))
     assert len(pods_of(response)) == 5
     assert queued(response)["reason"] == "MXJobAdmitted"

@@ -16,6 +16,7 @@ from tests.support.jobs import (
     observed,
     pod_status,
     pods_of,
+    running_children,
     services_of,
     train_spec,
 )
@@ -126,8 +127,7 @@ def running_admitted() -> tuple[dict[str, Any], dict[str, Any], list[Any], list[
     recording that), its admitted Workload, its observed pods and Services."""
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     job["status"] = synced(kreq(job, pods, services, [admitted]), later(15))["status"]
     return job, admitted, pods, services
 
@@ -210,8 +210,7 @@ def test_a_workload_named_as_before_that_covers_the_job_keeps_it_running() -> No
             {"containerPort": 9091, "protocol": "TCP"}
         ]
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services, [legacy]), later(20))
     assert [w["metadata"]["name"] for w in workloads_of(response)] == ["mxjob-mnist"]
     assert len(pods_of(response)) == 5
