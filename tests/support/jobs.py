@@ -148,6 +148,18 @@ def running_children(
     )
 
 
+def condition(ctype: str, status: str, reason: str, at: str, message: str) -> dict[str, str]:
+    """A job's condition as the hook writes it, both of its times `at`."""
+    return {
+        "type": ctype,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": at,
+        "lastTransitionTime": at,
+    }
+
+
 def names(children: list[dict[str, Any]]) -> list[str]:
     return [c["metadata"]["name"] for c in children]
 

@@ -3,6 +3,7 @@
 import pytest
 
 from app.core import conditions
+from tests.support.jobs import condition
 
 T0, T1 = "2026-11-22T12:00:00Z", "2026-11-22T12:05:00Z"
 
@@ -10,14 +11,7 @@ T0, T1 = "2026-11-22T12:00:00Z", "2026-11-22T12:05:00Z"
 def cond(
     ctype: str, status: str, reason: str, at: str = T0, message: str = "m"
 ) -> conditions.Condition:
-    return {
-        "type": ctype,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastUpdateTime": at,
-        "lastTransitionTime": at,
-    }
+    return condition(ctype, status, reason, at, message)
 
 
 CREATED = cond("Created", "True", "MXJobCreated")
