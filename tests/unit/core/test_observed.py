@@ -17,7 +17,7 @@ WHOLE = ConfigMapUse(env_from=True)
 
 def _running_job() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """A job's pods (one of them a stranger's) and Services, as a sync request carries them."""
-    with_config_map = {"ConfigMap.v1": []}
+    with_config_map: dict[str, list[dict[str, Any]]] = {"ConfigMap.v1": []}
     answer = created(request(mxjob(train_spec(servers=1, workers=2)), others=with_config_map))
     other = created(request(mxjob(train_spec(), name="other"), others=with_config_map))
     stranger = as_observed(pods_of(other)[0])

@@ -2,6 +2,7 @@
 well-formed, and the whole status assembled from a decision, for a valid spec and an invalid
 one (docs/behaviour.md#status, #validation)."""
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -96,8 +97,7 @@ def test_replica_statuses_count_the_current_attempts() -> None:
 
 
 def decision(**kw: Any) -> Decision:
-    return Decision(**{"conditions": [CREATED, RUNNING], "start_time": T0, "resync_after": 0,
-                       "restarts": 0} | kw)  # fmt: skip
+    return replace(Decision([CREATED, RUNNING], start_time=T0, resync_after=0, restarts=0), **kw)
 
 
 RECORDED = {"Scheduler": {"active": 0, "succeeded": 1, "failed": 0},
