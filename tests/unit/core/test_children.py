@@ -5,15 +5,15 @@ and while its spec is invalid, every observed child as it is (docs/behaviour.md#
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import orjson
 import pytest
 
-from app.core import builders, children, envelope, observed
+from app.core import builders, children, envelope, kinds, observed
 from app.core.decision import Decision
-from app.core.seam import PodUpdate
+from app.core.seam import PodUpdate, TurnDefaults
 from app.core.spec import CleanPodPolicy, ReplicaType
 from app.core.times import format_time
 from app.core.validation import validated_spec
@@ -33,7 +33,7 @@ def job(**run_policy: Any) -> builders.JobContext:
 def owned(phases: Mapping[str, str]) -> observed.ObservedReplicas:
     """The job's pods, observed in these phases, read as a sync reads them."""
     parent = s.mxjob(s.train_spec(servers=0, workers=2))
-    answer = s.created(s.request(parent, others={envelope.CONFIG_MAP: []}))
+    answer = s.created(s.request(parent, others={kinds.CONFIG_MAP_TYPE: []}))
     pods = {
         p["metadata"]["name"]: s.observed(p, **s.pod_status(phases[p["metadata"]["name"]]))
         for p in s.pods_of(answer)
@@ -91,6 +91,16 @@ class Said:
     pod_sets: Mapping[ReplicaType, PodUpdate] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Saying(TurnDefaults):
+    """An integration's turn (seam.Turn) that only says something before the decision."""
+
+    say: Said | None
+
+    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
+        return [], 0
+
+
 @pytest.mark.parametrize(
     ("made", "say"),
     [
@@ -100,13 +110,14 @@ class Said:
 )
 def test_a_job_that_waits_has_no_children(made: builders.JobContext, say: Said | None) -> None:
     running = owned(dict.fromkeys(ALL_PODS, "Running"))
-    assert children.desired(made, running, decision(resync_after=30), s.NOW, say) == ([], 0)
+    turns = [Saying(say)]
+    assert children.desired(made, running, decision(resync_after=30), s.NOW, turns) == ([], 0)
 
 
 def test_an_integration_adds_to_the_pods_of_one_replica_type() -> None:
     pool = Update(node_selector={"pool": "a"}, tolerations=[], labels={"team": "x"}, annotations={})
     say = Said(pod_sets={ReplicaType.WORKER: pool})
-    desired, _ = children.desired(job(), owned({}), decision(), s.NOW, say)
+    desired, _ = children.desired(job(), owned({}), decision(), s.NOW, [Saying(say)])
     pods = {c["metadata"]["name"]: c for c in desired if c["kind"] == "Pod"}
     assert "nodeSelector" not in pods["mnist-scheduler-0"]["spec"]
     for name in ("mnist-worker-0", "mnist-worker-1"):

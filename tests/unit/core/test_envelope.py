@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.core import envelope
+from app.core import envelope, kinds
 from app.core.errors import BadRequest
 from tests.support import jobs as s
 
@@ -69,9 +69,9 @@ def test_children_are_read_by_their_names_whatever_their_keys() -> None:
     v2 = s.request(job, pods, others={"ConfigMap.v1": []})
     for body in (v2, _keyed_by_name(v2)):
         read = envelope.read_request(body)
-        names = [envelope.name_of(p) for p in read.observed(envelope.POD)]
+        names = [envelope.name_of(p) for p in read.observed(kinds.POD_TYPE)]
         assert names == ["mnist-scheduler-0", "mnist-worker-0", "mnist-worker-1"]
-        assert read.observed(envelope.SERVICE) == []
+        assert read.observed(kinds.SERVICE_TYPE) == []
         assert read.observed("PodGroup.scheduling.volcano.sh/v1beta1") == []
 
 
@@ -79,7 +79,7 @@ def test_children_are_read_by_their_names_whatever_their_keys() -> None:
     ("others", "pods", "declares_config_map", "has_pods_or_services"),
     [
         pytest.param(None, [], False, False, id="pods-and-services-declared"),
-        pytest.param({envelope.CONFIG_MAP: []}, [], True, False, id="config-maps-declared"),
+        pytest.param({kinds.CONFIG_MAP_TYPE: []}, [], True, False, id="config-maps-declared"),
         pytest.param(None, [s.observed(s.pods_of(s.created(s.request(s.mxjob(s.train_spec()))))[0])],
                      False, True, id="a-pod"),
     ],
@@ -91,8 +91,8 @@ def test_what_the_controller_declares_and_the_job_has(
     has_pods_or_services: bool,
 ) -> None:
     read = envelope.read_request(s.request(s.mxjob(s.train_spec()), pods, others=others))
-    assert read.declares(envelope.POD)
-    assert read.declares(envelope.CONFIG_MAP) is declares_config_map
+    assert read.declares(kinds.POD_TYPE)
+    assert read.declares(kinds.CONFIG_MAP_TYPE) is declares_config_map
     assert read.has_pods_or_services() is has_pods_or_services
 
 

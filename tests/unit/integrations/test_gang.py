@@ -6,8 +6,11 @@ from typing import Any
 
 import pytest
 
+from app.core import envelope
+from app.core.seam import Joining
 from app.core.spec import MXJobSpec
 from app.integrations import gang
+from tests.support import jobs as s
 from tests.support.jobs import train_spec
 
 POLICY = {
@@ -112,5 +115,24 @@ def pod(**spec: Any) -> dict[str, Any]:
 def test_a_pod_joins_the_group(
     scheduler: gang.GangScheduler, before: dict[str, Any], after: dict[str, Any]
 ) -> None:
-    gang.join(scheduler, before, "mnist")
+    gang.put_in_group(scheduler, before, "mnist")
     assert before == after
+
+
+@pytest.mark.parametrize("scheduler", [None, gang.VOLCANO, gang.SCHEDULER_PLUGINS])
+def test_a_sync_joined_where_the_controller_declares_a_pod_group(
+    scheduler: gang.GangScheduler | None,
+) -> None:
+    """At the seam: the PodGroup ahead of the pods, each pod put into the group."""
+    others: dict[str, list[Any]] = {scheduler.child_type: []} if scheduler else {}
+    request = envelope.read_request(s.request(s.mxjob(train_spec()), others=others))
+    spec = MXJobSpec.model_validate(train_spec())
+    turn = gang.join(Joining(request, spec, [], False, lambda rtype: {}))
+    if scheduler is None:
+        assert turn is None
+        return
+    assert turn is not None
+    assert turn.job_children() == [gang.pod_group(scheduler, "mnist", "default", spec)]
+    built = pod()
+    turn.fit_pod(built)
+    assert built["spec"]["schedulerName"] == scheduler.scheduler_name
