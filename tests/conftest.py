@@ -1,11 +1,15 @@
-"""Fixtures shared by every tier: the Go tools of scripts/go-tools.sh; the `slow` mark."""
+"""Fixtures shared by every tier: the Go tools of scripts/go-tools.sh; the `slow` mark; the
+service's JSON log lines."""
 
 import functools
-from collections.abc import Callable
+import io
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from app.service.jsonlog import JsonFormatter
 from tests.support.gotools import GoToolError, obtain
 
 # Modules whose every test is slow: the real server's timeouts, waited out for real; a
@@ -50,3 +54,18 @@ def go_tool(progress: Callable[[str], None]) -> Callable[[str], Path]:
         return paths[key]
 
     return get
+
+
+@pytest.fixture
+def json_log() -> Iterator[io.StringIO]:
+    """The `mxjob` logger's lines as JsonFormatter writes them."""
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter())
+    logger = logging.getLogger("mxjob")
+    logger.addHandler(handler)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    yield out
+    logger.removeHandler(handler)
+    logger.setLevel(old_level)

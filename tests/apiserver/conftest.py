@@ -17,13 +17,18 @@ Public API for tests in this directory:
 - `rest` (session): the API server's REST API (`localcluster/rest.py`), for polling and playing
   the kubelet.
 - `figure` (session): `figure(line)` prints a measured figure on the terminal as the tier runs.
+- `start_kueue` (session): `start_kueue(name, pods_ready=None, objects=())`, the Kueue tier's
+  stack without Metacontroller (`tests/support/kueue_stack.py`) in a fresh folder, for a
+  module's own `stack` fixture.
 Every test collected here is marked `apiserver`.
 """
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,6 +46,7 @@ from localcluster.realstack import (
 from localcluster.rest import Rest
 from localcluster.stack import ADOPTION_GUARD, install_adoption_guard, shipped_flags
 from tests.support.cluster_errors import fail_on_cluster_error
+from tests.support.kueue_stack import KueueStack, StartKueue, kueue_stack
 from tests.support.kustomize import shipped_access
 
 HERE = Path(__file__).parent
@@ -146,3 +152,18 @@ def rest(apiserver: ApiServer) -> Iterator[Rest]:
 def figure(progress: Callable[[str], None]) -> Callable[[str], None]:
     """Print a measured figure (a delay, a duration) on the terminal, even under capture."""
     return lambda line: progress(f"\nfigure: {line}")  # off the line of progress dots
+
+
+@pytest.fixture(scope="session")
+def start_kueue(
+    k8s_binaries: Binaries,
+    progress: Callable[[str], None],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> StartKueue:
+    def start(
+        name: str, pods_ready: dict[str, Any] | None = None, objects: Sequence[Any] = ()
+    ) -> AbstractContextManager[KueueStack]:
+        workdir = tmp_path_factory.mktemp(name)
+        return kueue_stack(k8s_binaries, progress, workdir, pods_ready, objects)
+
+    return start

@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import Binaries
 from localcluster.kubelet import Kubelet
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.controllers import AGGREGATION, kube_controllers
-from tests.support.kueue_stack import KueueStack, kueue_metacontroller, kueue_stack
+from tests.support.kueue_stack import KueueStack, StartKueue, kueue_metacontroller
 from tests.support.kustomize import hook_objects
 from tests.support.scenario import Job, apply_job, manifest
 
@@ -27,17 +26,8 @@ TOLERATION = {"key": "pool", "operator": "Equal", "value": "a", "effect": "NoSch
 
 
 @pytest.fixture(scope="module")
-def stack(
-    k8s_binaries: Binaries,
-    metacontroller_binary: Path,
-    progress: Callable[[str], None],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[KueueStack]:
-    workdir = tmp_path_factory.mktemp("kueue")
-    with (
-        kueue_stack(k8s_binaries, progress, workdir) as running,
-        kueue_metacontroller(running, metacontroller_binary),
-    ):
+def stack(start_kueue: StartKueue, metacontroller_binary: Path) -> Iterator[KueueStack]:
+    with start_kueue("kueue") as running, kueue_metacontroller(running, metacontroller_binary):
         yield running
 
 

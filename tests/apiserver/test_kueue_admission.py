@@ -6,7 +6,7 @@ live pods ask for more than the ClusterQueue's quota, nor a job's pods of a pod 
 what its admitted Workloads allow. The test plays the kubelet."""
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from localcluster.apiserver import Binaries
 from localcluster.kubelet import Kubelet
 from localcluster.rest import KubeError, Rest
 from localcluster.stack import release_0_1_0_flags, shipped_flags
@@ -32,7 +31,7 @@ from tests.apiserver.test_kueue import (
     replica,
     workloads,
 )
-from tests.support.kueue_stack import KueueStack, kueue_metacontroller, kueue_stack
+from tests.support.kueue_stack import KueueStack, StartKueue, kueue_metacontroller
 from tests.support.kustomize import hook_objects
 from tests.support.scenario import Job, apply_job
 
@@ -43,15 +42,10 @@ LIVE = ("Pending", "Running", "Unknown")
 
 
 @pytest.fixture(scope="module")
-def base(
-    k8s_binaries: Binaries,
-    progress: Callable[[str], None],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[KueueStack]:
+def base(start_kueue: StartKueue) -> Iterator[KueueStack]:
     """The API server with Kueue, the hook and the component's admission policies."""
-    workdir = tmp_path_factory.mktemp("kueue-admission")
     policies = [d for d in hook_objects("kueue") if d["kind"] in POLICY_KINDS]
-    with kueue_stack(k8s_binaries, progress, workdir, objects=policies) as running:
+    with start_kueue("kueue-admission", objects=policies) as running:
         yield running
 
 

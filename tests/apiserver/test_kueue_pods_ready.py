@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import Binaries
 from localcluster.kubelet import Kubelet
 from localcluster.waiting import wait_for
 from tests.apiserver.test_kueue import (
@@ -26,7 +25,7 @@ from tests.apiserver.test_kueue import (
     workload_of,
 )
 from tests.support import REPO
-from tests.support.kueue_stack import KueueStack, kueue_metacontroller, kueue_stack
+from tests.support.kueue_stack import KueueStack, StartKueue, kueue_metacontroller
 from tests.support.scenario import Job, apply_job
 
 TIMEOUT = 10
@@ -40,16 +39,10 @@ PODS_READY = {
 
 
 @pytest.fixture(scope="module")
-def stack(
-    k8s_binaries: Binaries,
-    metacontroller_binary: Path,
-    progress: Callable[[str], None],
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[KueueStack]:
+def stack(start_kueue: StartKueue, metacontroller_binary: Path) -> Iterator[KueueStack]:
     """Kueue with `waitForPodsReady`, and the writer as its component's ServiceAccount."""
-    workdir = tmp_path_factory.mktemp("kueue-pods-ready")
     with (
-        kueue_stack(k8s_binaries, progress, workdir, PODS_READY) as running,
+        start_kueue("kueue-pods-ready", PODS_READY) as running,
         kueue_metacontroller(running, metacontroller_binary),
     ):
         yield running

@@ -5,8 +5,10 @@ stays, a restart mid-TTL and a second replica change neither, a recreated job of
 never deleted, and without the component the hook still removes the children at the TTL."""
 
 import asyncio
+import functools
 import json
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,10 +76,26 @@ def delete_jobs_with_a_ttl(apiserver: ApiServer) -> None:
             )  # fmt: skip
 
 
+StartController = Callable[[], AbstractContextManager[TtlController]]
+FinishJob = Callable[[dict[str, Any]], Job]
+
+
 @pytest.fixture
-def controller(kubeconfig: Path, tmp_path: Path) -> Iterator[TtlController]:
-    with run_ttl_controller(kubeconfig, tmp_path) as running:
+def start_controller(kubeconfig: Path, tmp_path: Path) -> StartController:
+    """`start_controller()`: one more TTL controller of the component's ServiceAccount."""
+    return functools.partial(run_ttl_controller, kubeconfig, tmp_path)
+
+
+@pytest.fixture
+def controller(start_controller: StartController) -> Iterator[TtlController]:
+    with start_controller() as running:
         yield running
+
+
+@pytest.fixture
+def finish_job(real_stack: RealStack, rest: Rest, namespace: str) -> FinishJob:
+    """`finish_job(document)`: the job applied to the real stack and run to Succeeded."""
+    return functools.partial(finish, real_stack, rest, namespace)
 
 
 def single(name: str, **run_policy: Any) -> dict[str, Any]:
@@ -130,15 +148,15 @@ def lateness(job: Job, ttl: int) -> float:
 
 
 def test_a_job_goes_on_time_with_its_children_and_one_without_a_ttl_stays(
-    real_stack: RealStack,
     rest: Rest,
     namespace: str,
     garbage_collector: None,
+    finish_job: FinishJob,
     controller: TtlController,
     figure: Callable[[str], None],
 ) -> None:
-    kept = finish(real_stack, rest, namespace, single("no-ttl"))
-    job = finish(real_stack, rest, namespace, single("with-ttl", ttlSecondsAfterFinished=TTL))
+    kept = finish_job(single("no-ttl"))
+    job = finish_job(single("with-ttl", ttlSecondsAfterFinished=TTL))
     uid = job.get()["metadata"]["uid"]
     expected = due(job, TTL)
     assert children(rest, namespace, uid), "the children are there until the TTL"
@@ -155,19 +173,16 @@ def test_a_job_goes_on_time_with_its_children_and_one_without_a_ttl_stays(
 
 
 def test_a_restart_mid_ttl_still_deletes_on_time(
-    real_stack: RealStack,
-    rest: Rest,
-    namespace: str,
     garbage_collector: None,
-    kubeconfig: Path,
-    tmp_path: Path,
+    finish_job: FinishJob,
+    start_controller: StartController,
     figure: Callable[[str], None],
 ) -> None:
     ttl = 8  # room for a stop and a start before it is due on 2 loaded cores
-    with run_ttl_controller(kubeconfig, tmp_path) as first:
-        job = finish(real_stack, rest, namespace, single("restarted", ttlSecondsAfterFinished=ttl))
+    with start_controller() as first:
+        job = finish_job(single("restarted", ttlSecondsAfterFinished=ttl))
         wait_for(lambda: first.metric("mxjob_ttl_pending_jobs"), "the timer armed")
-    with run_ttl_controller(kubeconfig, tmp_path) as second:
+    with start_controller() as second:
         restarted_before_due = datetime.now(UTC) < due(job, ttl)
         late = lateness(job, ttl)
         figure(f"ttl-controller restarted mid-TTL: job gone {late:.2f} s after due")
@@ -177,18 +192,10 @@ def test_a_restart_mid_ttl_still_deletes_on_time(
 
 
 def test_two_replicas_delete_once(
-    real_stack: RealStack,
-    rest: Rest,
-    namespace: str,
-    garbage_collector: None,
-    kubeconfig: Path,
-    tmp_path: Path,
+    garbage_collector: None, finish_job: FinishJob, start_controller: StartController
 ) -> None:
-    with (
-        run_ttl_controller(kubeconfig, tmp_path) as one,
-        run_ttl_controller(kubeconfig, tmp_path) as other,
-    ):
-        job = finish(real_stack, rest, namespace, single("twice", ttlSecondsAfterFinished=TTL))
+    with start_controller() as one, start_controller() as other:
+        job = finish_job(single("twice", ttlSecondsAfterFinished=TTL))
         assert 0 <= lateness(job, TTL) < LATE
         both = (one, other)
         wait_for(
@@ -228,14 +235,14 @@ def test_without_the_component_the_hook_still_removes_the_children(
     real_stack: RealStack,
     rest: Rest,
     namespace: str,
-    kubeconfig: Path,
-    tmp_path: Path,
+    finish_job: FinishJob,
+    start_controller: StartController,
 ) -> None:
     """The component deleted while a job's TTL runs (its process stopped, its RBAC deleted):
     the job's children still go at the TTL, the MXJob stays, and new jobs run."""
     ttl = 3
-    with run_ttl_controller(kubeconfig, tmp_path) as running:
-        job = finish(real_stack, rest, namespace, single("orphaned", ttlSecondsAfterFinished=ttl))
+    with start_controller() as running:
+        job = finish_job(single("orphaned", ttlSecondsAfterFinished=ttl))
         wait_for(lambda: running.metric("mxjob_ttl_pending_jobs"), "the timer armed")
     real_stack.apiserver.kubectl("delete", "-f", "-", input=yaml.safe_dump_all(rbac(SYSTEM)))
 

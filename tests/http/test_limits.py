@@ -5,7 +5,6 @@ import io
 import json
 import logging
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -141,21 +140,6 @@ def test_a_body_too_short_to_reach_the_parse_budget_is_not_counted() -> None:
     assert parsecost.parse_cost(b"," * longest) <= parsecost.PARSE_BUDGET
     with pytest.raises(errors.Refused, match="parse budget"):
         replies.check_parse_cost(b"," * (longest + 1))
-
-
-@pytest.fixture
-def json_log() -> Iterator[io.StringIO]:
-    """The `mxjob` logger's lines as JsonFormatter writes them."""
-    out = io.StringIO()
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(JsonFormatter())
-    logger = logging.getLogger("mxjob")
-    logger.addHandler(handler)
-    old_level = logger.level
-    logger.setLevel(logging.INFO)
-    yield out
-    logger.removeHandler(handler)
-    logger.setLevel(old_level)
 
 
 def _lines(out: io.StringIO) -> list[dict[str, Any]]:

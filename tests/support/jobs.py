@@ -138,6 +138,28 @@ def services_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in response["children"] if c["kind"] == "Service"]
 
 
+def running_children(
+    response: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """An answer's pods observed Running, and its Services observed: the job as it runs."""
+    return (
+        [observed(p, **pod_status("Running")) for p in pods_of(response)],
+        [observed(s) for s in services_of(response)],
+    )
+
+
+def condition(ctype: str, status: str, reason: str, at: str, message: str) -> dict[str, str]:
+    """A job's condition as the hook writes it, both of its times `at`."""
+    return {
+        "type": ctype,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": at,
+        "lastTransitionTime": at,
+    }
+
+
 def names(children: list[dict[str, Any]]) -> list[str]:
     return [c["metadata"]["name"] for c in children]
 

@@ -5,7 +5,7 @@ Optionally Kueue's `waitForPodsReady` and the Workload-status writer, run as the
 of its component's own RBAC."""
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,11 @@ def kueue_stack(
         if objects:
             server.apply(*objects)
         yield KueueStack(server, rest, hook, parts.rbac, workdir)
+
+
+# `start(name, pods_ready=None, objects=())`: `kueue_stack` in a fresh folder named `name`
+# (the `start_kueue` fixture of tests/apiserver/conftest.py).
+StartKueue = Callable[..., AbstractContextManager[KueueStack]]
 
 
 @contextmanager

@@ -409,43 +409,9 @@ def test_config_map_holds_every_job_wide_variable_by_name() -> None:
     assert tuple(builders.config_map(j)["data"]) == mxconfig.JOB_ENV
 
 
-def _released_pod(key: str, name: str = "mnist-mx-config") -> dict[str, Any]:
-    ref = {"configMapKeyRef": {"name": name, "key": key}}
-    env = [{"name": "MX_CONFIG_CLUSTER", "valueFrom": ref}, {"name": "MX_CONFIG", "value": "x"}]
-    return {"spec": {"containers": [{"name": "mxnet", "env": env}]}}
-
-
-def _current_pod(name: str = "mnist-mx-config") -> dict[str, Any]:
-    env_from = [{"configMapRef": {"name": "mine"}}, {"configMapRef": {"name": name}}]
-    return {"spec": {"containers": [{"name": "side"}, {"name": "mxnet", "envFrom": env_from}]}}
-
-
 NONE = layout.ConfigMapUse()
 OLD, WHOLE = layout.ConfigMapUse(old_keys=True), layout.ConfigMapUse(env_from=True)
 BOTH = layout.ConfigMapUse(old_keys=True, env_from=True)
-ODD_CONTAINERS = [None, {"env": [None, {"valueFrom": 1}], "envFrom": [None, {"configMapRef": 1}]}]
-ODD_REF = {"configMapKeyRef": {"name": "mnist-mx-config", "key": []}}
-
-
-@pytest.mark.parametrize(
-    ("pods", "found"),
-    [
-        ([_released_pod("cluster")], OLD),
-        ([_released_pod("labels")], OLD),
-        ([_current_pod()], WHOLE),
-        ([_current_pod(), _released_pod("cluster")], BOTH),
-        ([_current_pod("other"), _released_pod("cluster", "other")], NONE),
-        ([_released_pod("MX_CONFIG_CLUSTER")], NONE),
-        ([], NONE),
-        # Whatever Metacontroller sends, the hook does not fail on it.
-        ([None, {"spec": None}, {"spec": {"containers": ODD_CONTAINERS}}], NONE),
-        ([{"spec": {"containers": [{"env": [{"valueFrom": ODD_REF}]}]}}], NONE),
-    ],
-)
-def test_readers_says_how_pods_read_the_config_map(
-    pods: list[Any], found: layout.ConfigMapUse
-) -> None:
-    assert layout.config_map_use(pods, "mnist") == found
 
 
 def _job_read(config_map_use: layout.ConfigMapUse) -> builders.JobContext:

@@ -1,6 +1,9 @@
 """Condition rules: timestamps kept, updates move to the end, exclusions, finished is final."""
 
+import pytest
+
 from app.core import conditions
+from tests.support.jobs import condition
 
 T0, T1 = "2026-11-22T12:00:00Z", "2026-11-22T12:05:00Z"
 
@@ -8,33 +11,51 @@ T0, T1 = "2026-11-22T12:00:00Z", "2026-11-22T12:05:00Z"
 def cond(
     ctype: str, status: str, reason: str, at: str = T0, message: str = "m"
 ) -> conditions.Condition:
-    return {
-        "type": ctype,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastUpdateTime": at,
-        "lastTransitionTime": at,
-    }
+    return condition(ctype, status, reason, at, message)
 
 
-def test_same_status_and_reason_keeps_everything() -> None:
-    before = [cond("Created", "True", "MXJobCreated"), cond("Running", "True", "MXJobRunning")]
-    assert (
-        conditions.set_condition(before, "Created", "True", "MXJobCreated", "other", T1) == before
-    )
+CREATED = cond("Created", "True", "MXJobCreated")
+RUNNING = cond("Running", "True", "MXJobRunning")
+RESUMED = [cond("Suspended", "False", "MXJobResumed", T1, "resumed"), CREATED]
+RESTARTING = [CREATED, cond("Restarting", "True", "MXJobRestarting", T1, "r")]
 
 
-# Each rule a test of its own (before, set_condition, the expected list), for readable failures.
-def test_changed_condition_moves_to_the_end_of_its_kind() -> None:
-    before = [cond("Suspended", "True", "MXJobSuspended"), cond("Created", "True", "MXJobCreated")]
-    resumed = conditions.set_condition(before, "Suspended", "False", "MXJobResumed", "resumed", T1)
-    assert resumed == [
-        cond("Suspended", "False", "MXJobResumed", T1, "resumed"),
-        cond("Created", "True", "MXJobCreated"),
-    ]
-    running = conditions.set_condition(resumed, "Running", "True", "MXJobRunning", "running", T1)
-    assert running == [*resumed, cond("Running", "True", "MXJobRunning", T1, "running")]
+SUCCEEDED = cond("Succeeded", "True", "MXJobSucceeded", T1, "done")
+RUNNING_DONE = cond("Running", "False", "MXJobSucceeded", T1, "done")
+FAILED_OVER = cond("Running", "False", "MXJobFailed", T1, "failed") | {"lastTransitionTime": T0}
+
+
+# Each rule a case: the conditions before, the one set at T1 (type, status, reason, message)
+# and the whole list after.
+@pytest.mark.parametrize(
+    ("before", "setting", "after"),
+    [
+        pytest.param([CREATED, RUNNING], ("Created", "True", "MXJobCreated", "other"),
+                     [CREATED, RUNNING], id="same-status-and-reason-keeps-everything"),
+        pytest.param([cond("Suspended", "True", "MXJobSuspended"), CREATED],
+                     ("Suspended", "False", "MXJobResumed", "resumed"), RESUMED,
+                     id="changed-condition-moves-to-the-end-of-its-kind"),
+        pytest.param(RESUMED, ("Running", "True", "MXJobRunning", "running"),
+                     [*RESUMED, cond("Running", "True", "MXJobRunning", T1, "running")],
+                     id="new-condition-goes-last"),
+        pytest.param([cond("Running", "False", "MXJobSuspended")],
+                     ("Running", "False", "MXJobFailed", "failed"), [FAILED_OVER],
+                     id="new-reason-with-same-status-keeps-transition-time"),
+        pytest.param([CREATED, RUNNING], ("Restarting", "True", "MXJobRestarting", "r"),
+                     RESTARTING, id="restarting-excludes-running"),
+        pytest.param(RESTARTING, ("Running", "True", "MXJobRunning", "m"),
+                     [CREATED, cond("Running", "True", "MXJobRunning", T1)],
+                     id="running-excludes-restarting"),
+        pytest.param([CREATED, RUNNING], ("Succeeded", "True", "MXJobSucceeded", "done"),
+                     [RUNNING_DONE, CREATED, SUCCEEDED], id="finishing-turns-running-false"),
+    ],
+)  # fmt: skip
+def test_set_condition(
+    before: list[conditions.Condition],
+    setting: tuple[str, str, str, str],
+    after: list[conditions.Condition],
+) -> None:
+    assert conditions.set_condition(before, *setting, T1) == after
 
 
 def test_last_condition_is_the_newest_true_one() -> None:
@@ -51,31 +72,19 @@ def test_last_condition_is_the_newest_true_one() -> None:
         assert conds[-1] == newest_true
 
 
-def test_new_reason_with_same_status_keeps_transition_time() -> None:
-    before = [cond("Running", "False", "MXJobSuspended")]
-    after = conditions.set_condition(before, "Running", "False", "MXJobFailed", "failed", T1)
-    assert after == [
-        cond("Running", "False", "MXJobFailed", T1, "failed") | {"lastTransitionTime": T0}
-    ]
-
-
-def test_running_and_restarting_exclude_each_other() -> None:
-    running = [cond("Created", "True", "MXJobCreated"), cond("Running", "True", "MXJobRunning")]
-    restarting = conditions.set_condition(running, "Restarting", "True", "MXJobRestarting", "r", T1)
-    assert [x["type"] for x in restarting] == ["Created", "Restarting"]
-    back = conditions.set_condition(restarting, "Running", "True", "MXJobRunning", "m", T1)
-    assert [x["type"] for x in back] == ["Created", "Running"]
-
-
-def test_finishing_turns_running_false() -> None:
-    running = [cond("Created", "True", "MXJobCreated"), cond("Running", "True", "MXJobRunning")]
-    after = conditions.set_condition(running, "Succeeded", "True", "MXJobSucceeded", "done", T1)
-    assert after == [
-        cond("Running", "False", "MXJobSucceeded", T1, "done"),
-        cond("Created", "True", "MXJobCreated"),
-        cond("Succeeded", "True", "MXJobSucceeded", T1, "done"),
-    ]
-    assert conditions.finished(after)
+@pytest.mark.parametrize(
+    ("conds", "finished"),
+    [
+        pytest.param([CREATED, RUNNING], False, id="running"),
+        pytest.param([CREATED, cond("Succeeded", "True", "MXJobSucceeded")], True, id="succeeded"),
+        pytest.param([CREATED, cond("Failed", "True", "MXJobFailed")], True, id="failed"),
+        pytest.param([cond("Failed", "False", "MXJobFailed")], False, id="failed-false"),
+    ],
+)
+def test_finished_is_a_true_succeeded_or_failed(
+    conds: list[conditions.Condition], finished: bool
+) -> None:
+    assert conditions.finished(conds) is finished
 
 
 def test_parse_keeps_well_formed_conditions_only() -> None:

@@ -12,7 +12,7 @@ from app.core.envelope import ObjectMeta
 from app.core.reconcile import sync
 from app.integrations.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, desired, expiry_in
 from tests.support import REPO
-from tests.support.jobs import UID, created, mxjob, request, train_spec
+from tests.support.jobs import UID, condition, created, mxjob, request, train_spec
 from tests.support.kustomize import documents
 
 JOB = ObjectMeta(name="mnist", namespace="default", uid=UID)
@@ -28,14 +28,7 @@ EPOCH = {
 
 
 def cond(ctype: str, status: str, reason: str, at: str, message: str = "") -> dict[str, str]:
-    return {
-        "type": ctype,
-        "status": status,
-        "reason": reason,
-        "message": message or f"MXJob mnist is {ctype.lower()}.",
-        "lastUpdateTime": at,
-        "lastTransitionTime": at,
-    }
+    return condition(ctype, status, reason, at, message or f"MXJob mnist is {ctype.lower()}.")
 
 
 def event(ctype: str, reason: str, at: str, kind: str = "Normal") -> dict[str, Any]:

@@ -1,21 +1,15 @@
-"""Queueing under Kueue: the Workload child, the job held until admitted, the admission's
-flavors in the pods, eviction, release on finish, label edits (docs/kueue.md)."""
+"""Kueue's turn in a sync (app/integrations/kueue/sync.py): the Workload child, the job held
+until admitted, the admission's flavors in the pods, eviction, release on finish, label edits
+(docs/kueue.md)."""
 
 import copy
-from collections.abc import Sequence
 from typing import Any
 
-import orjson
 import pytest
 
 from app.core.reconcile import sync
-from app.core.spec import MXJobSpec
 from app.integrations import kueue
-from app.service import admission, web
-from app.service.settings import Settings
 from tests.support.jobs import (
-    NOW,
-    after_first,
     created,
     later,
     mxjob,
@@ -23,137 +17,29 @@ from tests.support.jobs import (
     pod_status,
     pods_of,
     request,
+    running_children,
     services_of,
     train_spec,
 )
-from tests.support.jobs import (
-    replica as replica_spec,
+from tests.support.kueue_jobs import (
+    ADMITTED,
+    ASSIGN,
+    EVICTED,
+    FLAVORS,
+    PENDING,
+    QUEUE,
+    TOLERATION,
+    admitted_run,
+    kreq,
+    labelled,
+    priority_class,
+    queued,
+    related,
+    state,
+    synced,
+    wl_status,
+    workloads_of,
 )
-from tests.support.servers import asgi_client
-from tests.support.simcluster import SimCluster
-
-WL = kueue.WORKLOAD_TYPE
-QUEUE = {kueue.QUEUE_LABEL: "team-a"}
-TOLERATION = {"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}
-
-
-def labelled(
-    spec: dict[str, Any], labels: dict[str, str] | None = None, **kw: Any
-) -> dict[str, Any]:
-    job = mxjob(spec, **kw)
-    job["metadata"]["labels"] = dict(QUEUE if labels is None else labels)
-    return job
-
-
-def flavor(name: str, labels: dict[str, str], tolerations: Sequence[Any] = ()) -> dict[str, Any]:
-    return {
-        "apiVersion": kueue.API_VERSION,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": labels, "tolerations": list(tolerations)},
-    }
-
-
-def priority_class(name: str, value: int, kind: str = "PriorityClass") -> dict[str, Any]:
-    api = "scheduling.k8s.io/v1" if kind == "PriorityClass" else kueue.API_VERSION
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name}, "value": value}
-
-
-FLAVORS = [flavor("on-a", {"pool": "a"}, [TOLERATION]), flavor("on-b", {"pool": "b"})]
-
-
-def related(*objs: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for obj in objs:
-        out.setdefault(f"{obj['kind']}.{obj['apiVersion']}", {})[obj["metadata"]["name"]] = obj
-    return out
-
-
-def kreq(
-    parent: dict[str, Any],
-    pods: Sequence[Any] = (),
-    services: Sequence[Any] = (),
-    workloads: Sequence[Any] = (),
-    rel: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    req = request(parent, list(pods), list(services), {WL: list(workloads)})
-    req["related"] = related(*FLAVORS) if rel is None else rel
-    return req
-
-
-def wl_status(
-    *conds: tuple[str, str, str, str], queue: str = "", assign: Any = None
-) -> dict[str, Any]:
-    status: dict[str, Any] = {
-        "conditions": [
-            {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": "x"}
-            for t, s, r, m in conds
-        ]
-    }
-    if queue:
-        status["admission"] = {"clusterQueue": queue, "podSetAssignments": assign or []}
-    return status
-
-
-PENDING = wl_status(
-    ("QuotaReserved", "False", "Pending", "couldn't assign flavors to pod set worker: too big")
-)
-ASSIGN = [
-    {"name": "scheduler", "flavors": {"cpu": "on-b"}, "count": 1},
-    {"name": "server", "flavors": {"cpu": "on-b"}, "count": 2},
-    {"name": "worker", "flavors": {"cpu": "on-a", "memory": "on-a"}, "count": 2},
-]
-ADMITTED = wl_status(
-    ("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
-    ("Admitted", "True", "Admitted", "The workload is admitted"),
-    queue="cq",
-    assign=ASSIGN,
-)
-EVICTED = wl_status(
-    ("QuotaReserved", "True", "QuotaReserved", "Quota reserved in ClusterQueue cq"),
-    ("Admitted", "True", "Admitted", "The workload is admitted"),
-    ("Evicted", "True", "Preempted", "Preempted to accommodate a workload (UID: u1)"),
-    queue="cq",
-    assign=ASSIGN,
-)
-
-
-def workloads_of(response: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for c in response["children"] if c["kind"] == "Workload"]
-
-
-def queued(response: dict[str, Any]) -> dict[str, Any]:
-    cond: dict[str, Any] | None = next(
-        (c for c in response["status"]["conditions"] if c["type"] == "Queued"), None
-    )
-    assert cond is not None, "no Queued condition"
-    return cond
-
-
-def state(response: dict[str, Any]) -> str:
-    """What `kubectl get mxj` shows: the type of the last condition."""
-    return str(response["status"]["conditions"][-1]["type"])
-
-
-def synced(req: dict[str, Any], now: Any = NOW) -> dict[str, Any]:
-    """Sync (a new job past its first answer, the status alone), and check the status is a
-    fixed point: fed back, it comes back the same."""
-    req = after_first(req, now) if not req["parent"].get("status") else req
-    response = sync(copy.deepcopy(req), now)
-    again = copy.deepcopy(req)
-    again["parent"]["status"] = response["status"]
-    assert sync(again, later(7))["status"] == response["status"]
-    return response
-
-
-def admitted_run() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """A queued job: created, then admitted (returns the job, the workload, the answer)."""
-    job = labelled(train_spec())
-    first = synced(kreq(job))
-    (wl,) = workloads_of(first)
-    job["status"] = first["status"]
-    admitted = observed(wl, **ADMITTED)
-    return job, admitted, synced(kreq(job, workloads=[admitted]), later(10))
 
 
 def test_a_queued_job_gets_a_workload_and_no_pods() -> None:
@@ -247,8 +133,7 @@ def test_an_admission_that_cannot_be_applied_keeps_the_job_waiting(
 def test_eviction_stops_the_job_and_requeues_it_uncharged() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     now_running = synced(kreq(job, pods, services, [admitted]), later(20))
     assert state(now_running) == "Running"
     job["status"] = now_running["status"]
@@ -393,51 +278,6 @@ def test_the_priority_class_goes_into_the_workload() -> None:
     assert "priorityClassRef" not in unknown["spec"]
 
 
-@pytest.mark.parametrize(
-    ("labels", "policy", "template_class", "expected"),
-    [
-        pytest.param({}, None, None, None, id="none"),
-        pytest.param(
-            {kueue.PRIORITY_CLASS_LABEL: "urgent"},
-            "high",
-            None,
-            kueue.Priority("WorkloadPriorityClass", "kueue.x-k8s.io", "urgent", 5000),
-            id="workload-priority-class-label-first",
-        ),
-        pytest.param(
-            {},
-            None,
-            "high",
-            kueue.Priority("PriorityClass", "scheduling.k8s.io", "high", 1000),
-            id="pod-template",
-        ),
-        pytest.param(
-            {},
-            "missing",
-            None,
-            kueue.Priority("PriorityClass", "scheduling.k8s.io", "missing", None),
-            id="unknown-class",
-        ),
-    ],
-)
-def test_priority(
-    labels: dict[str, str],
-    policy: str | None,
-    template_class: str | None,
-    expected: kueue.Priority | None,
-) -> None:
-    spec = train_spec()
-    if policy:
-        spec["runPolicy"] = {"schedulingPolicy": {"priorityClass": policy}}
-    if template_class:
-        spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["priorityClassName"] = template_class
-    rel = related(
-        priority_class("high", 1000),
-        priority_class("urgent", 5000, kind="WorkloadPriorityClass"),
-    )
-    assert kueue.priority(labels, MXJobSpec.model_validate(spec), rel) == expected
-
-
 def test_without_the_label_or_the_child_type_nothing_changes() -> None:
     plain = created(request(mxjob(train_spec())))
     # Declared, no label.
@@ -449,8 +289,7 @@ def test_without_the_label_or_the_child_type_nothing_changes() -> None:
 def test_a_label_added_to_a_running_job_changes_nothing() -> None:
     first = created(request(mxjob(train_spec())))
     job = mxjob(train_spec(), status=first["status"])
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(first)]
-    services = [observed(s) for s in services_of(first)]
+    pods, services = running_children(first)
     unlabelled = sync(kreq(copy.deepcopy(job), pods, services), later(5))
     job["metadata"]["labels"] = dict(QUEUE)
     assert sync(kreq(job, pods, services), later(5)) == unlabelled
@@ -487,8 +326,7 @@ def test_a_label_removed_from_an_admitted_job_keeps_its_workload() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
     job["metadata"]["labels"] = {}
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services, [admitted]), later(20))
     names = [w["metadata"]["name"] for w in workloads_of(response)]
     assert names == [admitted["metadata"]["name"]]
@@ -500,8 +338,7 @@ def test_a_label_removed_from_an_admitted_job_keeps_its_workload() -> None:
 def test_a_workload_deleted_by_hand_is_recreated_and_running_pods_stay() -> None:
     job, _, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services), later(20))
     assert len(workloads_of(response)) == 1
     assert len(pods_of(response)) == 5
@@ -522,196 +359,10 @@ def test_a_suspended_queued_job_releases_its_workload() -> None:
     assert state(response) == "Suspended"
 
 
-@pytest.mark.parametrize(
-    ("status", "admitted", "evicted", "message"),
-    [
-        pytest.param({}, False, False, "", id="no-status"),
-        pytest.param({"conditions": "x", "admission": 3}, False, False, "", id="malformed"),
-        pytest.param(PENDING, False, False, PENDING["conditions"][0]["message"], id="pending"),
-        pytest.param(ADMITTED, True, False, "Quota reserved in ClusterQueue cq", id="admitted"),
-        pytest.param(EVICTED, False, True, EVICTED["conditions"][2]["message"], id="evicted"),
-        pytest.param(
-            wl_status(("QuotaReserved", "True", "QuotaReserved", "reserved"), queue="cq"),
-            False,
-            False,
-            "waiting for admission checks",
-            id="quota-reserved-checks-pending",
-        ),
-    ],
-)
-def test_admission(status: dict[str, Any], admitted: bool, evicted: bool, message: str) -> None:
-    state_ = kueue.admission({"status": status})
-    assert (state_.admitted, state_.evicted, state_.message) == (admitted, evicted, message)
-
-
-def test_admission_reads_flavors_and_pod_set_updates() -> None:
-    status = copy.deepcopy(ADMITTED)
-    status["admissionChecks"] = [
-        {
-            "name": "check",
-            "state": "Ready",
-            "podSetUpdates": [
-                {"name": "worker", "nodeSelector": {"zone": "z1"}, "labels": {"l": "v"}}
-            ],
-        }
-    ]
-    state_ = kueue.admission({"status": status})
-    assert state_.flavors == {"scheduler": ["on-b"], "server": ["on-b"], "worker": ["on-a"]}
-    assert state_.cluster_queue == "cq"
-    spec = MXJobSpec.model_validate(train_spec())
-    infos = kueue.pod_set_infos(state_, related(*FLAVORS), spec)
-    assert not isinstance(infos, str)
-    worker = next(info for t, info in infos.items() if t.lowered == "worker")
-    assert worker == kueue.PodSetInfo({"pool": "a", "zone": "z1"}, [TOLERATION], {"l": "v"}, {})
-
-
-@pytest.mark.parametrize(
-    ("body", "answer"),
-    [
-        pytest.param(
-            {"controller": {}, "parent": {"metadata": {"name": "j"}}},
-            {"relatedResources": [dict(r) for r in kueue.RELATED_RESOURCES]},
-            id="no-namespace",
-        ),
-        pytest.param(
-            {"controller": {}, "parent": {"metadata": {"name": "j", "namespace": "team"}}},
-            {
-                "relatedResources": [
-                    *(dict(r) for r in kueue.RELATED_RESOURCES),
-                    {"apiVersion": "v1", "resource": "namespaces", "names": ["team"]},
-                    {
-                        "apiVersion": "kueue.x-k8s.io/v1beta2",
-                        "resource": "localqueues",
-                        "namespace": "team",
-                        "names": ["default"],
-                    },
-                ]
-            },
-            id="namespaced-job",
-        ),
-        pytest.param({"controller": {}}, None, id="no-parent"),
-        pytest.param([], None, id="not-an-object"),
-        pytest.param({"parent": "x"}, None, id="parent-not-an-object"),
-    ],
-)
-def test_customize(body: Any, answer: dict[str, Any] | None) -> None:
-    assert kueue.customize(body) == answer
-
-
-CUSTOMIZE = orjson.dumps({"controller": {}, "parent": mxjob(train_spec())})
-SECRET = "kueue-test-token"
-
-
-@pytest.mark.parametrize(
-    ("settings", "body", "headers", "status"),
-    [
-        pytest.param(Settings(), CUSTOMIZE, {}, 200, id="answered"),
-        pytest.param(Settings(), b"not json", {}, 422, id="not-json"),
-        pytest.param(Settings(), b"[]", {}, 422, id="not-an-object"),
-        pytest.param(Settings(), b'{"parent": 1}', {}, 422, id="no-parent"),
-        pytest.param(Settings(auth_token=SECRET), CUSTOMIZE, {}, 401, id="no-token"),
-        pytest.param(
-            Settings(auth_token=SECRET),
-            CUSTOMIZE,
-            {"Authorization": f"Bearer {SECRET}"},
-            200,
-            id="token",
-        ),
-        pytest.param(
-            Settings(max_body_bytes=64 * 1024 * 1024),
-            CUSTOMIZE,
-            {"Content-Length": str(10**12)},
-            413,
-            id="too-large",
-        ),
-    ],
-)
-def test_the_customize_endpoint(
-    settings: Settings, body: bytes, headers: dict[str, str], status: int
-) -> None:
-    """POST /customize is guarded and read like /sync: a 4xx for what is not a request."""
-    with asgi_client(web.create_app(settings)) as client:
-        reply = client.post("/customize", content=body, headers=headers)
-    assert reply.status_code == status, reply.text
-    if status == 200:
-        rules = [*(dict(r) for r in kueue.RELATED_RESOURCES), *kueue.namespace_rules("default")]
-        assert reply.json() == {"relatedResources": rules}
-    else:
-        assert reply.json()["detail"]
-
-
-def test_a_large_customize_request_is_answered() -> None:
-    """A job whose spec is larger than what is answered on the event loop."""
-    spec = train_spec(workers=2)
-    spec["mxReplicaSpecs"]["Worker"]["template"]["metadata"] = {
-        "annotations": {f"a{i}": "x" * 100 for i in range(1000)}
-    }
-    body = orjson.dumps({"controller": {}, "parent": mxjob(spec)})
-    assert len(body) > admission.INLINE_BODY
-    with asgi_client(web.create_app(Settings())) as client:
-        reply = client.post("/customize", content=body)
-    assert reply.status_code == 200
-
-
-@pytest.mark.parametrize("stale", [False, True], ids=["fresh", "stale-parent"])
-def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
-    """Queued, admitted, running, preempted, requeued and admitted again, to Succeeded, with
-    every sync also sent on the parent as it was one status write ago (`stale`)."""
-    parent = labelled({"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": replica_spec()}})
-    sim = SimCluster(parent, stale=stale, child_types=("Pod.v1", "Service.v1", WL))
-    sim.related = related(*FLAVORS)
-
-    def kueue_says(status: dict[str, Any]) -> None:
-        (workload,) = sim.children[WL].values()
-        workload["status"] = copy.deepcopy(status)
-
-    assign = [{"name": "worker", "flavors": {"cpu": "on-a"}, "count": 1}]
-    admitted = wl_status(
-        ("QuotaReserved", "True", "QuotaReserved", "reserved"),
-        ("Admitted", "True", "Admitted", "admitted"),
-        queue="cq",
-        assign=assign,
-    )
-    evicted = copy.deepcopy(admitted)
-    evicted["conditions"].append(
-        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "preempted"}
-    )
-    sim.sync()
-    assert sim.names() == []
-    assert sim.true_conditions() == {"Created": "MXJobCreated", "Queued": "MXJobQueued"}
-    (name,) = sim.children[WL]
-    kueue_says(admitted)
-    sim.sync(1)
-    sim.run()
-    sim.sync(1)
-    assert sim.true_conditions() == {"Created": "MXJobCreated", "Running": "MXJobRunning"}
-    assert sim.pods()["mnist-worker-0"]["spec"]["nodeSelector"] == {"pool": "a"}
-    kueue_says(evicted)
-    for _ in range(3):
-        sim.sync(1)
-        assert sim.true_conditions() == {"Created": "MXJobCreated", "Queued": "MXJobEvicted"}
-        assert sim.names() == []
-    # The evicted Workload went once the status recorded it; a new one waits, pending.
-    assert f"{WL}/{name}" in sim.deleted
-    assert sim.children[WL][name].get("status") is None
-    kueue_says(admitted)
-    sim.sync(1)
-    sim.run()
-    sim.sync(1)
-    assert sim.names() == ["mnist-worker-0"]
-    sim.exit("mnist-worker-0", 0)
-    sim.sync(1)
-    sim.sync(1)
-    assert sim.true_conditions()["Succeeded"] == "MXJobSucceeded"
-    assert sim.names(WL) == []
-    assert "Restarting" not in {c["type"] for c in sim.answer["status"]["conditions"]}
-
-
 def test_a_flavor_gone_from_under_a_running_job_does_not_stop_it() -> None:
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services, [admitted], rel={}), later(20))
     assert len(pods_of(response)) == 5
     assert queued(response)["reason"] == "MXJobAdmitted"

@@ -1,11 +1,12 @@
-"""The staged first answer: a job with no condition and no child gets its status alone, and the
-sync its status write brings asks for every child."""
+"""One sync (app/core/reconcile.py): the staged first answer (a job with no condition and no
+child gets its status alone, and the sync its status write brings asks for every child), and
+what the core tells the web layer about a sync beside the answer."""
 
 from typing import Any
 
 import pytest
 
-from app.core.reconcile import sync
+from app.core.reconcile import sync, sync_result
 from app.integrations.events import CHILD_TYPE
 from tests.support import jobs as s
 
@@ -78,3 +79,24 @@ def test_an_invalid_new_job_is_answered_as_before() -> None:
     answer = sync(s.request(s.mxjob({"mxReplicaSpecs": {}})), s.NOW)
     assert answer["children"] == []
     assert conditions(answer)[-1] == ("Failed", "MXJobInvalidSpec")
+
+
+# What the web layer logs and counts: the job, its replica count, whether its spec is invalid.
+BROKEN = {"mxReplicaSpecs": {"Worker": {"replicas": -1, "template": {}}}}
+
+
+@pytest.mark.parametrize(
+    ("parent", "replicas", "invalid"),
+    [
+        pytest.param(s.mxjob(s.train_spec(2, 3)), 6, False, id="valid"),
+        pytest.param(s.mxjob(BROKEN), 0, True, id="invalid-spec"),
+    ],
+)
+def test_the_result_names_the_job_its_replicas_and_outcome(
+    parent: dict[str, Any], replicas: int, invalid: bool
+) -> None:
+    request = s.request(parent)
+    result = sync_result(request, s.NOW)
+    assert (result.namespace, result.name) == ("default", "mnist")
+    assert (result.replicas, result.invalid_spec) == (replicas, invalid)
+    assert result.answer == sync(request, s.NOW)

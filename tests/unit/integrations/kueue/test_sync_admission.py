@@ -1,5 +1,6 @@
-"""No pod outside Kueue's admission: pod sets edited under a queued or an admitted Workload,
-the default LocalQueue, and namespaces that hold jobs without a queue (docs/kueue.md)."""
+"""No pod outside Kueue's admission, in a sync: pod sets edited under a queued or an
+admitted Workload, the default LocalQueue, and namespaces that hold jobs without a queue
+(docs/kueue.md)."""
 
 import copy
 from collections.abc import Callable
@@ -15,16 +16,20 @@ from tests.support.jobs import (
     observed,
     pod_status,
     pods_of,
+    running_children,
     services_of,
     train_spec,
 )
-from tests.unit.integrations.test_kueue import (
+from tests.support.kueue_jobs import (
     ADMITTED,
     FLAVORS,
+    HOLD,
     PENDING,
     admitted_run,
     kreq,
     labelled,
+    local_queue,
+    namespace,
     queued,
     related,
     synced,
@@ -122,8 +127,7 @@ def running_admitted() -> tuple[dict[str, Any], dict[str, Any], list[Any], list[
     recording that), its admitted Workload, its observed pods and Services."""
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     job["status"] = synced(kreq(job, pods, services, [admitted]), later(15))["status"]
     return job, admitted, pods, services
 
@@ -206,8 +210,7 @@ def test_a_workload_named_as_before_that_covers_the_job_keeps_it_running() -> No
             {"containerPort": 9091, "protocol": "TCP"}
         ]
     job["status"] = running["status"]
-    pods = [observed(p, **pod_status("Running")) for p in pods_of(running)]
-    services = [observed(s) for s in services_of(running)]
+    pods, services = running_children(running)
     response = synced(kreq(job, pods, services, [legacy]), later(20))
     assert [w["metadata"]["name"] for w in workloads_of(response)] == ["mxjob-mnist"]
     assert len(pods_of(response)) == 5
@@ -216,56 +219,6 @@ def test_a_workload_named_as_before_that_covers_the_job_keeps_it_running() -> No
     response = synced(kreq(job, pods, services, [legacy]), later(21))
     assert pods_of(response) == []
     assert queued(response)["reason"] == "MXJobRequeued"
-
-
-def local_queue(name: str, namespace: str = "default") -> dict[str, Any]:
-    return {
-        "apiVersion": kueue.API_VERSION,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": "cq"},
-    }
-
-
-def namespace(labels: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": "default", "labels": labels},
-    }
-
-
-HOLD = {kueue.MANAGED_NAMESPACE_LABEL: "true"}
-
-
-@pytest.mark.parametrize(
-    ("labels", "workloads", "objects", "expected"),
-    [
-        pytest.param({kueue.QUEUE_LABEL: "q"}, [], [], kueue.Queueing("q", False), id="label"),
-        pytest.param(
-            {kueue.QUEUE_LABEL: "q"}, [], [local_queue("default")], kueue.Queueing("q", False),
-            id="label-over-default",
-        ),
-        pytest.param({}, [], [local_queue("default")], kueue.Queueing("default", False),
-                     id="default-queue"),
-        pytest.param({}, [], [local_queue("default", "elsewhere")], kueue.Queueing(None, False),
-                     id="default-queue-of-another-namespace"),
-        pytest.param({}, [], [local_queue("other")], kueue.Queueing(None, False),
-                     id="another-queue"),
-        pytest.param({}, [{"spec": {"queueName": "default"}}], [],
-                     kueue.Queueing("default", False), id="default-queue-deleted-while-waiting"),
-        pytest.param({}, [], [namespace(HOLD)], kueue.Queueing(None, True), id="held"),
-        pytest.param({}, [], [namespace({kueue.MANAGED_NAMESPACE_LABEL: "false"})],
-                     kueue.Queueing(None, False), id="label-false"),
-        pytest.param({}, [], [namespace(HOLD), local_queue("default")],
-                     kueue.Queueing("default", False), id="held-but-default-queue"),
-        pytest.param(None, [], [], kueue.Queueing(None, False), id="no-labels"),
-    ],
-)  # fmt: skip
-def test_queueing(
-    labels: Any, workloads: list[dict[str, Any]], objects: list[dict[str, Any]], expected: Any
-) -> None:
-    assert kueue.queueing(labels, "default", workloads, related(*objects)) == expected
 
 
 def test_a_job_without_the_label_queues_in_the_default_local_queue() -> None:

@@ -1,0 +1,221 @@
+"""The children a job should have (app/core/children.py), following the decision: while it
+runs, once it is finished under each cleanPodPolicy and its TTL, while an integration holds it;
+and while its spec is invalid, every observed child as it is (docs/behaviour.md#children,
+#validation; docs/lifecycle.md)."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+import orjson
+import pytest
+
+from app.core import builders, children, envelope, kinds, observed
+from app.core.decision import Decision
+from app.core.seam import PodUpdate, TurnDefaults
+from app.core.spec import CleanPodPolicy, ReplicaType
+from app.core.times import format_time
+from app.core.validation import validated_spec
+from tests.support import jobs as s
+
+DONE_AT = s.NOW - timedelta(seconds=100)
+ALL_PODS = ["mnist-scheduler-0", "mnist-worker-0", "mnist-worker-1"]
+# How each pod ends: the one still running is what a finished job's clean-up is about.
+ENDED = {"mnist-scheduler-0": "Succeeded", "mnist-worker-0": "Running", "mnist-worker-1": "Failed"}
+
+
+def job(**run_policy: Any) -> builders.JobContext:
+    spec = s.train_spec(servers=0, workers=2) | {"runPolicy": run_policy}
+    return builders.job_context("mnist", "default", validated_spec("mnist", spec), config_map=True)
+
+
+def owned(phases: Mapping[str, str]) -> observed.ObservedReplicas:
+    """The job's pods, observed in these phases, read as a sync reads them."""
+    parent = s.mxjob(s.train_spec(servers=0, workers=2))
+    answer = s.created(s.request(parent, others={kinds.CONFIG_MAP_TYPE: []}))
+    pods = {
+        p["metadata"]["name"]: s.observed(p, **s.pod_status(phases[p["metadata"]["name"]]))
+        for p in s.pods_of(answer)
+        if p["metadata"]["name"] in phases
+    }
+    spec = validated_spec("mnist", parent["spec"])
+    return observed.owned(observed.read_pods(pods, "mnist"), list, "mnist", spec)
+
+
+def decision(**kw: Any) -> Decision:
+    return replace(Decision([], start_time=None, resync_after=0, restarts=0), **kw)
+
+
+def finished(cleanup: CleanPodPolicy, finishing: bool = False) -> Decision:
+    when = format_time(DONE_AT)
+    return decision(finished=True, finishing=finishing, completion_time=when, cleanup=cleanup)
+
+
+def kinds_and_names(desired: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(c["kind"], c["metadata"]["name"]) for c in desired]
+
+
+def test_a_running_job_has_its_config_map_then_every_pod_then_every_service() -> None:
+    desired, resync = children.desired(
+        job(), owned(dict.fromkeys(ALL_PODS, "Running")), decision(resync_after=30), s.NOW
+    )
+    assert kinds_and_names(desired) == [
+        ("ConfigMap", "mnist-mx-config"),
+        *(("Pod", name) for name in ALL_PODS),
+        *(("Service", name) for name in ALL_PODS),
+    ]
+    assert resync == 30
+
+
+def test_a_new_job_gets_every_pod_and_service() -> None:
+    desired, _ = children.desired(job(), owned({}), decision(), s.NOW)
+    assert len(desired) == 1 + 2 * len(ALL_PODS)
+
+
+class Update(NamedTuple):
+    """What an integration adds to a replica type's pods (seam.PodUpdate)."""
+
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, Any]]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Said:
+    """What an integration says before the decision (seam.Say)."""
+
+    wait: bool = False
+    condition: tuple[str, str, str] | None = None
+    pod_sets: Mapping[ReplicaType, PodUpdate] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Saying(TurnDefaults):
+    """An integration's turn (seam.Turn) that only says something before the decision."""
+
+    say: Said | None
+
+    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
+        return [], 0
+
+
+@pytest.mark.parametrize(
+    ("made", "say"),
+    [
+        pytest.param(job(suspend=True), None, id="suspended"),
+        pytest.param(job(), Said(wait=True), id="held-by-an-integration"),
+    ],
+)
+def test_a_job_that_waits_has_no_children(made: builders.JobContext, say: Said | None) -> None:
+    running = owned(dict.fromkeys(ALL_PODS, "Running"))
+    turns = [Saying(say)]
+    assert children.desired(made, running, decision(resync_after=30), s.NOW, turns) == ([], 0)
+
+
+def test_an_integration_adds_to_the_pods_of_one_replica_type() -> None:
+    pool = Update(node_selector={"pool": "a"}, tolerations=[], labels={"team": "x"}, annotations={})
+    say = Said(pod_sets={ReplicaType.WORKER: pool})
+    desired, _ = children.desired(job(), owned({}), decision(), s.NOW, [Saying(say)])
+    pods = {c["metadata"]["name"]: c for c in desired if c["kind"] == "Pod"}
+    assert "nodeSelector" not in pods["mnist-scheduler-0"]["spec"]
+    for name in ("mnist-worker-0", "mnist-worker-1"):
+        assert pods[name]["spec"]["nodeSelector"] == {"pool": "a"}
+        assert pods[name]["metadata"]["labels"]["team"] == "x"
+
+
+# The clean-up once the status records the job finished; the deciding sync removes nothing.
+@pytest.mark.parametrize(
+    ("made", "kept"),
+    [
+        pytest.param(finished(CleanPodPolicy.RUNNING, finishing=True), ALL_PODS, id="finishing"),
+        pytest.param(finished(CleanPodPolicy.NONE), ALL_PODS, id="none"),
+        pytest.param(
+            finished(CleanPodPolicy.RUNNING),
+            ["mnist-scheduler-0", "mnist-worker-1"],
+            id="running",
+        ),
+        pytest.param(finished(CleanPodPolicy.ALL), [], id="all"),
+    ],
+)
+def test_a_finished_job_keeps_what_its_clean_up_leaves(made: Decision, kept: list[str]) -> None:
+    desired, resync = children.desired(job(), owned(ENDED), made, s.NOW)
+    config_map = [("ConfigMap", "mnist-mx-config")] if kept else []
+    pods_then_services = [("Pod", n) for n in kept] + [("Service", n) for n in kept]
+    assert (kinds_and_names(desired), resync) == (config_map + pods_then_services, 0)
+
+
+@pytest.mark.parametrize(
+    ("ttl", "expected"),
+    [
+        pytest.param(160, (5, 60), id="sixty-seconds-left"),
+        pytest.param(100, (0, 0), id="expired"),
+        pytest.param(40, (0, 0), id="long-expired"),
+    ],
+)
+def test_a_finished_job_asks_back_when_its_ttl_ends_then_has_no_children(
+    ttl: int, expected: tuple[int, int]
+) -> None:
+    desired, resync = children.desired(
+        job(ttlSecondsAfterFinished=ttl), owned(ENDED), finished(CleanPodPolicy.RUNNING), s.NOW
+    )
+    assert (len(desired), resync) == expected
+
+
+LAST_APPLIED = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "mnist-worker-0", "namespace": "default"},
+    "spec": {"clusterIP": "None"},
+}
+
+
+def service(**meta: Any) -> dict[str, Any]:
+    """A Service as observed: the server's fields beside what the hook asked for."""
+    metadata = {"name": "mnist-worker-0", "namespace": "default", "uid": "u"} | meta
+    return {"metadata": metadata, "spec": {"clusterIP": "None", "ports": []}, "status": {}}
+
+
+def annotated(applied: dict[str, Any] | str) -> dict[str, Any]:
+    text = applied if isinstance(applied, str) else orjson.dumps(applied).decode()
+    return service(annotations={children.LAST_APPLIED: text, "mine": "1"}, labels={"a": "b"})
+
+
+AS_IT_IS = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {
+        "name": "mnist-worker-0",
+        "namespace": "default",
+        "labels": {"a": "b"},
+        "annotations": {"mine": "1"},
+    },
+    "spec": {"clusterIP": "None", "ports": []},
+}
+
+
+# An observed child as its own desired state, which changes nothing.
+@pytest.mark.parametrize(
+    ("child", "kept"),
+    [
+        pytest.param(annotated(LAST_APPLIED), LAST_APPLIED, id="what-was-last-applied"),
+        pytest.param(
+            annotated(LAST_APPLIED | {"metadata": {"name": "another"}}),
+            AS_IT_IS,
+            id="last-applied-of-another-child",
+        ),
+        pytest.param(annotated("{not json"), AS_IT_IS, id="last-applied-not-json"),
+        pytest.param(annotated("[]"), AS_IT_IS, id="last-applied-not-an-object"),
+        pytest.param(
+            service(annotations={children.LAST_APPLIED: 1}),
+            AS_IT_IS | {"metadata": {"name": "mnist-worker-0", "namespace": "default"}},
+            id="identity-and-spec",
+        ),
+    ],
+)
+def test_an_invalid_job_keeps_each_child_as_it_is(
+    child: dict[str, Any], kept: dict[str, Any]
+) -> None:
+    request = envelope.read_request(s.request(s.mxjob({}), services=[child]))
+    assert children.kept_as_observed(request) == [kept]

@@ -1,0 +1,1 @@
+"""Unit tests of app/integrations/kueue/, one file a module."""
