@@ -83,7 +83,7 @@ class Turn(Protocol):
 
 class TurnDefaults:
     """What a Turn does at the fixed points it has no part in: nothing to the pods, no child
-    ahead of them."""
+    ahead of them, none after the core's."""
 
     def fit_pod(self, pod: dict[str, Any]) -> None:
         """Leave the pod as the core built it."""
@@ -91,6 +91,10 @@ class TurnDefaults:
     def job_children(self) -> list[dict[str, Any]]:
         """No child ahead of the pods."""
         return []
+
+    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
+        """No child after the core's, no resync."""
+        return [], 0
 
 
 def said(turns: Sequence[Turn]) -> Say | None:

@@ -2,13 +2,11 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from app.core import kinds, names
-from app.core.decision import Decision
 from app.core.envelope import SyncRequest
-from app.core.seam import Joining
+from app.core.seam import Joining, TurnDefaults
 from app.core.spec import MXJobSpec
 
 POD_GROUP = "PodGroup"
@@ -80,7 +78,7 @@ def put_in_group(gang: GangScheduler, pod: dict[str, Any], group: str) -> None:
 
 
 @dataclass(frozen=True)
-class GangTurn:
+class GangTurn(TurnDefaults):
     """The gang scheduler's part in one sync: every pod in the job's group, and the group
     ahead of the pods; nothing said before the decision, nothing added after."""
 
@@ -97,10 +95,6 @@ class GangTurn:
         """The job's PodGroup."""
         meta = self.request.parent.metadata
         return [pod_group(self.gang, meta.name, meta.namespace, self.spec)]
-
-    def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
-        """None after the core's."""
-        return [], 0
 
 
 def join(sync: Joining) -> GangTurn | None:
