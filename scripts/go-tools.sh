@@ -177,10 +177,13 @@ main() {
     (($# > 0)) || die "usage: $0 helm|promtool|actionlint|kube-controllers|monitoring-crds|kube-state-metrics..."
     go_env
     mkdir -p "$TOOLS"
-    exec 9>"$TOOLS/.lock"
-    flock 9 # concurrent test sessions wait for one build instead of racing
     local tool
     for tool in "$@"; do
+        # A lock per tool: concurrent test sessions wait for one build of it instead of racing,
+        # and a test asking for helm does not wait for another tool's build (the Go caches
+        # are safe to share).
+        exec 9>"$TOOLS/.$tool.lock"
+        flock 9
         case $tool in
             helm) helm ;;
             promtool) promtool ;;
@@ -190,6 +193,7 @@ main() {
             kube-state-metrics) kube_state_metrics ;;
             *) die "unknown tool: $tool" ;;
         esac
+        exec 9>&-
     done
 }
 

@@ -106,14 +106,22 @@ find_kubectl() {
 main() {
     [[ $# -eq 0 || $* == kubectl ]] || die "usage: $0 [kubectl]"
     mkdir -p "$DEST"
+    local kubectl
+    kubectl=$(find_kubectl)
+    # kubectl alone, the machine's or one built before (each binary is moved into place whole),
+    # takes no lock: asking for it does not wait for a kube-apiserver build under way, such as
+    # the one scripts/prefetch.sh starts in the background.
+    [[ $# -gt 0 && -z $kubectl && -x $DEST/kubectl ]] && kubectl=$DEST/kubectl
+    if [[ $# -gt 0 && -n $kubectl ]]; then
+        echo "KUBECTL=$kubectl"
+        return
+    fi
     exec 9>"$DEST/.lock"
     flock 9 # concurrent test sessions wait for one build instead of racing
     if [[ $# -eq 0 ]]; then
         [[ -x $DEST/etcd ]] || fetch_etcd
         [[ -x $DEST/kube-apiserver ]] || build_k8s kube-apiserver
     fi
-    local kubectl
-    kubectl=$(find_kubectl)
     if [[ -z $kubectl ]]; then
         [[ -x $DEST/kubectl ]] || build_k8s kubectl
         kubectl=$DEST/kubectl
