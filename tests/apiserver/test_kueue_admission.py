@@ -6,7 +6,8 @@ live pods ask for more than the ClusterQueue's quota, nor a job's pods of a pod 
 what its admitted Workloads allow. The test plays the kubelet."""
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,10 +81,8 @@ class History:
         what the job's admitted Workloads allow (0 when within)."""
         pods: dict[str, dict[str, Any]] = {}
         admitted: dict[str, dict[str, Any]] = {}
-        # A finished job's Workload goes on the sync that decides it, its last pods a moment
-        # later, by its clean-up (docs/kueue.md): from its first exited pod on, only the quota
-        # counts its live pods.
-        finishing: set[str] = set()
+        # A finished job's Workload stays while any of its pods may still run, so its live
+        # pods are held to it too (docs/kueue.md).
         out = []
         with self.lock:
             ordered = sorted(self.events, key=lambda e: e[0])
@@ -93,13 +92,18 @@ class History:
             store.pop(name, None)
             if kind != "DELETED" and (obj["kind"] == "Pod" or _admitted(obj)):
                 store[name] = obj
-            if obj["kind"] == "Pod" and obj.get("status", {}).get("phase") not in LIVE:
-                finishing.add(obj["metadata"]["labels"]["training.kubeflow.org/job-name"])
             live = [p for p in pods.values() if p.get("status", {}).get("phase") in LIVE]
             cpus = {"cpu": sum(_cpus(p) for p in live)}
-            running = [p for p in live if _job(p) not in finishing]
-            out.append((version, cpus, _beyond(running, admitted.values())))
+            out.append((version, cpus, _beyond(live, admitted.values())))
         return out
+
+    def gone(self, kind: str, name: str) -> int:
+        """The resourceVersion at which the object was deleted."""
+        with self.lock:
+            return min(
+                version for version, event, obj in self.events
+                if obj["kind"] == kind and obj["metadata"]["name"] == name and event == "DELETED"
+            )  # fmt: skip
 
     def first_deletion(self, kind: str, name: str) -> int:
         """The resourceVersion at which the object was first marked for deletion or gone."""
@@ -109,10 +113,6 @@ class History:
                 if obj["kind"] == kind and obj["metadata"]["name"] == name
                 and (event == "DELETED" or obj["metadata"].get("deletionTimestamp"))
             )  # fmt: skip
-
-
-def _job(pod: dict[str, Any]) -> str:
-    return str(pod["metadata"]["labels"]["training.kubeflow.org/job-name"])
 
 
 def _admitted(workload: dict[str, Any]) -> bool:
@@ -341,6 +341,58 @@ def test_an_admitted_job_edited_stops_and_queues_again(
     # The old Workload, and its quota, went only once every pod it admitted was going.
     released = history.first_deletion("Workload", old["metadata"]["name"])
     assert all(history.first_deletion("Pod", name) < released for name in old_pods)
+
+
+HOLD = "mxjob-controller.test/hold"  # a finalizer of the test's: the pod stays, being deleted
+
+
+def test_a_finished_job_holds_its_quota_until_its_pods_are_gone(
+    stack: KueueStack, figure: Callable[[str], None]
+) -> None:
+    """A job decided by its Scheduler while its Workers run: `cleanPodPolicy` (Running) stops
+    the Workers; while one is still being deleted, the job's Workload and its quota stay and
+    the next job waits; once it is gone, the next job is admitted."""
+    ns = namespace(stack, "kq-finish")
+    queues(stack, ns, "lq")
+    kubelet = Kubelet(stack.rest, ns)
+    first = apply_job(stack.apiserver, stack.rest, ns, job_of("first", QUOTA))
+    started(first, kubelet, QUOTA)
+    (admitted,) = job_workloads(stack, ns, "first")
+    held = f"/api/v1/namespaces/{ns}/pods/first-worker-0"
+    stack.rest.merge_patch(held, {"metadata": {"finalizers": [HOLD]}})
+    with recorded(stack.rest, ns) as history:
+        second = apply_job(stack.apiserver, stack.rest, ns, job_of("second", 1))
+        wait_for(
+            lambda: str((queued(second) or {}).get("message")),
+            "the second waits for quota",
+            until=lambda m: "insufficient unused quota" in m,
+        )
+        kubelet.exit("first-scheduler-0", 0)
+        wait_for(lambda: is_true(first, "Succeeded"), "the first succeeds")
+        # cleanPodPolicy Running: the exited Scheduler stays, the running Workers go.
+        wait_for(
+            lambda: pod_names(first), "the running Workers stopped, one held being deleted",
+            until=lambda names: names == ["first-scheduler-0", "first-worker-0"],
+        )  # fmt: skip
+        assert stack.rest.get(held)["metadata"].get("deletionTimestamp")
+        # Kueue admits a waiting job within a second of a quota's return (docs/kueue.md): five
+        # seconds of a held pod and no admission is the quota kept.
+        time.sleep(5)
+        assert pod_names(second) == []
+        assert [w["metadata"]["name"] for w in job_workloads(stack, ns, "first")] == [
+            admitted["metadata"]["name"]
+        ]
+        stack.rest.merge_patch(held, {"metadata": {"finalizers": None}})
+        gone = time.monotonic()
+        wait_for(lambda: job_workloads(stack, ns, "first"), "the first's Workload gone",
+                 until=lambda found: found == [])  # fmt: skip
+        started(second, kubelet, 1)
+        figure(f"Kueue: a finished job's last pod gone -> the next job running: "
+               f"{time.monotonic() - gone:.2f} s")  # fmt: skip
+        finish(second, kubelet)
+    assert assert_within_admission(history) > 0
+    released = history.first_deletion("Workload", admitted["metadata"]["name"])
+    assert history.gone("Pod", "first-worker-0") < released
 
 
 def refusal(stack: KueueStack, ns: str, job: str, *change: str) -> str:

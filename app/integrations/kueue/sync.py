@@ -37,10 +37,24 @@ class KueueTurn(TurnDefaults):
     first_pod: FirstPod
 
     def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
-        """The Workloads, while the job is not finished; no timer of its own."""
-        if self.say is None or decision.finished:
+        """The Workloads: while the job is not finished, those the gate asks for; once it is,
+        those it has, until none of its pods may still run. No timer of its own."""
+        if decision.finished:
+            return finished_workloads(self.view), 0
+        if self.say is None:
             return [], 0
         return workloads(self.request, self.spec, self.say, self.view, self.first_pod), 0
+
+
+def finished_workloads(view: JobView) -> list[dict[str, Any]]:
+    """A finished job's Workloads, kept as they are while any of its pods may still run (not
+    Succeeded or Failed, being deleted or not: those `cleanPodPolicy` stops, or leaves
+    running), so that their quota is not handed to another job before they are gone; then
+    none (docs/kueue.md)."""
+    if not view.active_pods:
+        return []
+    observed = [view.workload] if view.workload is not None else []
+    return [_kept(w) for w in [*observed, *view.stale]]
 
 
 def join(sync: Joining) -> KueueTurn | None:

@@ -246,7 +246,9 @@ def test_a_deactivated_workload_is_kept_and_the_job_waits_for_its_reactivation()
     assert len(pods_of(back)) == len(pods_of(running))
 
 
-def test_a_finished_job_releases_its_workload_at_once() -> None:
+def test_a_finished_job_keeps_its_workload_until_no_pod_may_still_run() -> None:
+    """The quota of the pods `cleanPodPolicy` stops is not handed to another job before they
+    are gone: the Workload stays, as it is, until every pod is gone, Succeeded or Failed."""
     job, admitted, running = admitted_run()
     job["status"] = running["status"]
     done = {
@@ -258,10 +260,34 @@ def test_a_finished_job_releases_its_workload_at_once() -> None:
         observed(p, **done.get(p["metadata"]["name"], pod_status("Running")))
         for p in pods_of(running)
     ]
-    response = synced(kreq(job, pods, [observed(s) for s in services_of(running)], [admitted]))
-    assert state(response) == "Succeeded"
-    assert workloads_of(response) == []
-    assert len(pods_of(response)) == 5  # the deciding sync removes no pod
+    services = [observed(s) for s in services_of(running)]
+    kept = [(admitted["metadata"]["name"], admitted["spec"])]
+
+    def workloads(response: dict[str, Any]) -> list[tuple[str, Any]]:
+        return [(w["metadata"]["name"], w["spec"]) for w in workloads_of(response)]
+
+    deciding = synced(kreq(job, pods, services, [admitted]))
+    assert state(deciding) == "Succeeded"
+    assert len(pods_of(deciding)) == 5  # the deciding sync removes no pod
+    assert workloads(deciding) == kept  # as it is
+    job["status"] = deciding["status"]
+    stopping = synced(kreq(job, pods, services, [admitted]), later(1))
+    assert workloads(stopping) == kept
+    still_running = [p for p in pods if p["metadata"]["name"] not in done]
+    assert len(pods_of(stopping)) < len(pods), "cleanPodPolicy Running stops the running pods"
+    # Being deleted and still running: they hold the quota.
+    for pod in still_running:
+        pod["metadata"]["deletionTimestamp"] = "2026-11-22T12:00:05Z"
+    terminating = synced(kreq(job, pods, services, [admitted]), later(2))
+    assert workloads(terminating) == kept
+    # Gone (or all Succeeded or Failed): the Workload goes, its quota returns.
+    finished = [p for p in pods if p["metadata"]["name"] in done]
+    released = synced(kreq(job, finished, services, [admitted]), later(3))
+    assert workloads_of(released) == []
+    assert state(released) == "Succeeded"
+    failed = [observed(p, **pod_status("Failed", 1)) for p in still_running]
+    ended = synced(kreq(job, [*finished, *failed], services, [admitted]), later(3))
+    assert workloads_of(ended) == []
 
 
 def test_the_priority_class_goes_into_the_workload() -> None:
