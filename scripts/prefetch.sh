@@ -76,16 +76,20 @@ around() {
     return "$rc"
 }
 
+usage() {
+    log "usage: $0 [-- CMD...]"
+    exit 2
+}
+
 main() {
     if [[ ${1:-} == -- ]]; then
         shift
-        (($# > 0)) || { log "usage: $0 [-- CMD...]"; exit 2; }
+        (($# > 0)) || usage
         around "$@"
     elif (($# == 0)); then
         builds
     else
-        log "usage: $0 [-- CMD...]"
-        exit 2
+        usage
     fi
 }
 

@@ -99,19 +99,21 @@ class History:
 
     def gone(self, kind: str, name: str) -> int:
         """The resourceVersion at which the object was deleted."""
-        with self.lock:
-            return min(
-                version for version, event, obj in self.events
-                if obj["kind"] == kind and obj["metadata"]["name"] == name and event == "DELETED"
-            )  # fmt: skip
+        return self._first(kind, name, lambda event, obj: event == "DELETED")
 
     def first_deletion(self, kind: str, name: str) -> int:
         """The resourceVersion at which the object was first marked for deletion or gone."""
+        return self._first(
+            kind, name,
+            lambda event, obj: event == "DELETED" or bool(obj["metadata"].get("deletionTimestamp")),
+        )  # fmt: skip
+
+    def _first(self, kind: str, name: str, when: Callable[[str, dict[str, Any]], bool]) -> int:
+        """The first resourceVersion at which an event of the object matches `when`."""
         with self.lock:
             return min(
                 version for version, event, obj in self.events
-                if obj["kind"] == kind and obj["metadata"]["name"] == name
-                and (event == "DELETED" or obj["metadata"].get("deletionTimestamp"))
+                if obj["kind"] == kind and obj["metadata"]["name"] == name and when(event, obj)
             )  # fmt: skip
 
 
