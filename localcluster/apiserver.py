@@ -204,6 +204,10 @@ def etcd_command(etcd: Path, data_dir: Path, client_port: int, peer_port: int) -
     ]  # fmt: skip
 
 
+# Admission plugins enabled beyond kube-apiserver's defaults.
+ADMISSION_PLUGINS = ("OwnerReferencesPermissionEnforcement",)
+
+
 # Every request's metadata (who, verb, resource, namespace, code), once, when its response is done.
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -218,12 +222,16 @@ def apiserver_command(
 ) -> list[str]:
     # The flags envtest uses; ServiceAccount admission is off because no controller-manager
     # creates the `default` service account that it would demand for every pod.
+    # OwnerReferencesPermissionEnforcement is on, as OpenShift and hardened clusters run it: a
+    # client may set `blockOwnerDeletion` (Metacontroller does on every child) only if it may
+    # update the owner's finalizers (docs/security.md, "Metacontroller's permissions").
     return [
         str(binary), "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
         f"--secure-port={port}", f"--etcd-servers=http://127.0.0.1:{etcd_port}",
         f"--tls-cert-file={pki.serving_cert}", f"--tls-private-key-file={pki.serving_key}",
         f"--cert-dir={cert_dir}", f"--token-auth-file={token_file}",
         "--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount",
+        f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         f"--service-account-key-file={pki.service_account_pub}",
         f"--service-account-signing-key-file={pki.service_account_key}",

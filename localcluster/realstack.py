@@ -158,9 +158,11 @@ class Metacontroller:
 
     def refusals(self) -> list[str]:
         """Its log lines that tell of a request the API server refused (403): a rule its role
-        lacks. It logs a refused watch and goes on, so only its log shows it."""
+        lacks, or one an admission plugin asks for (OwnerReferencesPermissionEnforcement's
+        `is forbidden: cannot set blockOwnerDeletion ...`). It logs a refused watch and goes
+        on, so only its log shows it."""
         lines = self.log.read_text(errors="replace").splitlines()
-        return [line for line in lines if " is forbidden: User " in line]
+        return [line for line in lines if " is forbidden: " in line]
 
 
 def binds_metacontroller(binding: dict[str, Any]) -> bool:
@@ -171,18 +173,32 @@ def binds_metacontroller(binding: dict[str, Any]) -> bool:
 
 
 def grant_metacontroller(server: ApiServer, documents: Sequence[dict[str, Any]]) -> Path:
-    """Apply the ClusterRoleBindings among `documents` (an install's objects) that bind
-    Metacontroller's ServiceAccount, and the ClusterRoles they name, exactly as they are; return
-    the kubeconfig that authenticates as that ServiceAccount, for `run_metacontroller`."""
+    """Apply the ClusterRoleBindings and RoleBindings among `documents` (an install's objects)
+    that bind Metacontroller's ServiceAccount, and the roles they name, exactly as they are (with
+    the namespaces the Roles live in); return the kubeconfig that authenticates as that
+    ServiceAccount, for `run_metacontroller`."""
     bindings = [
-        d for d in documents if d["kind"] == "ClusterRoleBinding" and binds_metacontroller(d)
-    ]
-    names = {b["roleRef"]["name"] for b in bindings if b["roleRef"]["kind"] == "ClusterRole"}
-    roles = [d for d in documents if d["kind"] == "ClusterRole" and d["metadata"]["name"] in names]
-    if not bindings or len(roles) != len(names):
+        d for d in documents
+        if d["kind"] in ("ClusterRoleBinding", "RoleBinding") and binds_metacontroller(d)
+    ]  # fmt: skip
+    named = {_role_key(b, b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings}
+    roles = [
+        d for d in documents
+        if d["kind"] in ("ClusterRole", "Role")
+        and _role_key(d, d["kind"], d["metadata"]["name"]) in named
+    ]  # fmt: skip
+    if not any(b["kind"] == "ClusterRoleBinding" for b in bindings) or len(roles) != len(named):
         raise ClusterError(f"no ClusterRole bound to {METACONTROLLER_USER} among the objects given")
-    server.apply(*roles, *bindings)
+    namespaces = sorted({d["metadata"]["namespace"] for d in roles if d["kind"] == "Role"})
+    namespace = {"apiVersion": "v1", "kind": "Namespace"}
+    server.apply(*({**namespace, "metadata": {"name": n}} for n in namespaces), *roles, *bindings)
     return server.metacontroller_kubeconfig
+
+
+def _role_key(document: dict[str, Any], kind: str, name: str) -> tuple[str, str, str]:
+    """A role's identity: its kind, namespace (a Role's, or its binding's) and name."""
+    namespace = document["metadata"].get("namespace", "") if kind == "Role" else ""
+    return kind, namespace, name
 
 
 @contextmanager

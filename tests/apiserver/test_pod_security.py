@@ -72,6 +72,13 @@ def builds() -> list[Any]:
         )
         for c in COMPONENTS
     ]
+    # Metacontroller with its UID left to the platform, as on OpenShift: runAsNonRoot stays.
+    cases.append(
+        pytest.param(
+            lambda tmp: with_components(tmp / "with", "with-metacontroller", "openshift"),
+            id="with-metacontroller+openshift",
+        )
+    )
     return cases
 
 

@@ -22,6 +22,10 @@ READ = {"get", "list", "watch"}
 # What no role of the install may grant: Secrets, and the kinds that grant rights.
 FORBIDDEN_GROUPS = {"rbac.authorization.k8s.io", "certificates.k8s.io"}
 FORBIDDEN_RESOURCES = {"secrets", "serviceaccounts/token", "tokenreviews"}
+ALL_COMPONENTS = (
+    "events", "katib", "kube-state-metrics", "kueue", "kueue-status",
+    "monitoring", "networkpolicy-monitoring", "openshift", "ttl-controller", "volcano",
+)  # fmt: skip
 COMPONENT_SETS = [
     pytest.param((), id="alone"),
     pytest.param(("kueue",), id="kueue"),
@@ -29,6 +33,9 @@ COMPONENT_SETS = [
     pytest.param(("scheduler-plugins",), id="scheduler-plugins"),
     pytest.param(("events",), id="events"),
     pytest.param(("kueue", "volcano", "events"), id="kueue-volcano-events"),
+    # Every component at once (but scheduler-plugins, which volcano's PodGroup excludes, and
+    # adoption-guard, which the overlay has).
+    pytest.param(ALL_COMPONENTS, id="all"),
 ]
 INSTALL_MD = REPO / "docs" / "install.md"
 
@@ -67,6 +74,40 @@ def test_no_role_grants_a_wildcard_secrets_or_rbac(components: tuple[str, ...]) 
             assert not [w for w in words if "*" in w], (role["metadata"]["name"], rule)
             assert not FORBIDDEN_RESOURCES & set(rule.get("resources", ())), rule
             assert not FORBIDDEN_GROUPS & set(rule.get("apiGroups", ())), rule
+
+
+def lease_rules(role: dict[str, Any]) -> list[dict[str, Any]]:
+    return [r for r in role["rules"] if "leases" in r.get("resources", ())]
+
+
+@pytest.mark.parametrize("components", COMPONENT_SETS)
+def test_no_role_grants_a_lease_outside_its_namespace_or_a_revision_write(
+    components: tuple[str, ...],
+) -> None:
+    """Leases only through Roles (a namespace's own), and Metacontroller's `get` and `update`
+    only on its own Lease; ControllerRevisions read only (it writes none for our controller)."""
+    objects = overlay_objects(OVERLAY, *components)
+    for role in roles(objects):
+        name = role["kind"], role["metadata"]["name"]
+        assert role["kind"] == "Role" or not lease_rules(role), name
+        for rule in role["rules"]:
+            if "controllerrevisions" in rule.get("resources", ()):
+                assert set(rule["verbs"]) <= READ, (name, rule)
+    (election,) = [r for r in roles(objects) if lease_rules(r)]
+    assert election["metadata"]["namespace"] == "metacontroller"
+    assert lease_rules(election) == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "resourceNames": ["metacontroller"], "verbs": ["get", "update"]},
+    ]  # fmt: skip
+
+
+def test_the_parents_finalizers_are_updatable_for_blockownerdeletion() -> None:
+    """OwnerReferencesPermissionEnforcement lets Metacontroller set blockOwnerDeletion on a
+    child only with `update` on mxjobs/finalizers; every child, of any component, has the
+    MXJob as its owner, so this one rule serves them all."""
+    rules = metacontroller_rules(overlay_objects(OVERLAY))
+    assert granted(rules, "kubeflow.org", "mxjobs/finalizers") == {"update"}
 
 
 @pytest.mark.parametrize("components", COMPONENT_SETS)
@@ -134,3 +175,26 @@ def test_install_md_gives_the_shipped_rules_for_the_helm_chart() -> None:
     for component, rules in documented.items():
         with_it = metacontroller_rules(overlay_objects(OVERLAY, component))
         assert shipped + rules == with_it, component
+
+
+def test_install_md_gives_the_overlays_leader_election_role_for_the_helm_chart() -> None:
+    """The Role and binding docs/install.md gives a Metacontroller installed with its Helm chart
+    are the overlay's, bound to the chart's ServiceAccount `<release>-metacontroller-helm`."""
+    (block,) = re.findall(
+        r"```yaml\n# leader election for metacontroller-helm\n(.*?)```",
+        INSTALL_MD.read_text(),
+        re.S,
+    )
+    documented = [d for d in yaml.safe_load_all(block) if d]
+    shipped = [
+        d for d in overlay_objects(OVERLAY)
+        if d["kind"] in ("Role", "RoleBinding")
+        and d["metadata"]["name"] == "metacontroller-leader-election"
+    ]  # fmt: skip
+    for document in shipped:
+        document = yaml.safe_load(yaml.safe_dump(document))  # a copy
+        document["metadata"].pop("labels")
+        if document["kind"] == "RoleBinding":
+            document["subjects"][0]["name"] = "metacontroller-metacontroller-helm"
+        assert document in documented
+    assert len(documented) == len(shipped) == 2
