@@ -3,6 +3,7 @@
 - `obtain_kueue` runs scripts/kueue-binary.sh (the release in $KUEUE_VERSION, else its default,
   the newest tested): the binary built from sigs.k8s.io/kueue on the
   Go module proxy, and that module's CRDs (config/components/crd/bases).
+- `obtain_kueue_crds` the same module's CRDs alone, nothing built (the adoption guard's test).
 - `install_kueue_crds` applies those CRDs as they are (no conversion webhook: every client here,
   Kueue included, reads the storage version, v1beta2).
 - `run_kueue` runs `kueue --config=...` out of cluster with the API server's kubeconfig: leader
@@ -57,6 +58,16 @@ def obtain_kueue(progress: Callable[[str], None]) -> KueueParts:
         raise ClusterError(
             f"{SCRIPT} printed no KUEUE=<path>, KUEUE_CRDS=<dir> and KUEUE_RBAC=<dir>"
         ) from None
+
+
+def obtain_kueue_crds(progress: Callable[[str], None]) -> Path:
+    """The folder of Kueue's CRDs, from its module on the Go module proxy (no build)."""
+    try:
+        return buildscript.run(SCRIPT, ["crds"], progress, timeout=BUILD_TIMEOUT)["KUEUE_CRDS"]
+    except buildscript.BuildScriptError as error:
+        raise ClusterError(str(error)) from None
+    except KeyError:
+        raise ClusterError(f"{SCRIPT} crds printed no KUEUE_CRDS=<dir>") from None
 
 
 def install_kueue_crds(server: ApiServer, crds: Path) -> None:

@@ -6,7 +6,8 @@
 # the module's own go.mod/go.sum (`./cmd/kueue`), the CRDs are the module's
 # config/components/crd/bases, the roles its config/components/rbac/batch_*_role.yaml. Progress
 # goes to stderr; the last lines on stdout are `KUEUE=<path>`, `KUEUE_CRDS=<dir>` and
-# `KUEUE_RBAC=<dir>`.
+# `KUEUE_RBAC=<dir>`. `kueue-binary.sh crds` obtains the CRDs and roles alone (a module download,
+# no build) and prints their two lines.
 #
 # Environment:
 #   KUEUE_VERSION    the release to obtain (default v0.19.2; `make test-kueue-0.17` sets v0.17.0)
@@ -44,11 +45,21 @@ build() {
     log "built $dest/kueue"
 }
 
+print_manifests() {
+    echo "KUEUE_CRDS=$1/crds"
+    echo "KUEUE_RBAC=$1/rbac"
+}
+
 main() {
     local src dest
     go_env
     dest=$CACHE_ROOT/kueue/$KUEUE_VERSION
     mkdir -p "$dest"
+    # Copied before any build, under the lock: once both are there, no build need be waited for.
+    if [[ ${1:-} == crds && -d $dest/crds && -d $dest/rbac ]]; then
+        print_manifests "$dest"
+        return
+    fi
     exec 9>"$dest/.lock"
     flock 9 # concurrent test sessions wait for one build instead of racing
     src=$(module_dir)
@@ -66,6 +77,10 @@ main() {
         chmod u+w "$dest"/rbac.tmp/*.yaml
         mv "$dest/rbac.tmp" "$dest/rbac"
     fi
+    if [[ ${1:-} == crds ]]; then
+        print_manifests "$dest"
+        return
+    fi
     if [[ -n ${KUEUE_BIN:-} ]]; then
         [[ -x $KUEUE_BIN ]] || die "KUEUE_BIN=$KUEUE_BIN is not executable"
         echo "KUEUE=$KUEUE_BIN"
@@ -73,8 +88,7 @@ main() {
         [[ -x $dest/kueue ]] || build "$src" "$dest"
         echo "KUEUE=$dest/kueue"
     fi
-    echo "KUEUE_CRDS=$dest/crds"
-    echo "KUEUE_RBAC=$dest/rbac"
+    print_manifests "$dest"
 }
 
 main "$@"

@@ -1,17 +1,20 @@
 """The adoption guard (manifests/components/adoption-guard) on the real API server, for every
-child type the overlays declare (ConfigMap, Service, pod, the two PodGroups): an update may not
+child type the overlays and components declare (ConfigMap, Service, pod, Event, Kueue's Workload
+with Kueue's own CRD, the two PodGroups; tests/manifests/test_adoption_guard.py checks the list
+is whole): an update may not
 give an object an MXJob owner it did not have, which is what a forced server-side apply of a
 child's name would do to a user's object; anything else passes (a child created with its
 owner, updated, or released by its owner's removal). Metacontroller's side of it, under
 server-side apply, is in test_configmap_name_clash.py."""
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from localcluster.apiserver import ApiServer
+from localcluster.apiserver import ApiServer, ClusterError
 from localcluster.crds import install_crds
+from localcluster.kueue import install_kueue_crds, obtain_kueue_crds
 from localcluster.rest import KubeError, Rest
 from localcluster.stack import ADOPTION_GUARD
 from localcluster.waiting import wait_for
@@ -35,6 +38,19 @@ OBJECTS: dict[str, dict[str, Any]] = {
         "spec": {"clusterIP": "None", "selector": {"app": "x"}, "ports": [{"port": 9091}]},
     },
     "api/v1/pods": {"apiVersion": "v1", "kind": "Pod", "spec": POD_SPEC},
+    "api/v1/events": {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "involvedObject": {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": "mnist"},
+        "reason": "Created",
+        "message": "mine",
+        "type": "Normal",
+    },
+    "apis/kueue.x-k8s.io/v1beta2/workloads": {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "spec": {"podSets": [{"name": "main", "count": 1, "template": {"spec": POD_SPEC}}]},
+    },
     "apis/scheduling.volcano.sh/v1beta1/podgroups": {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -49,11 +65,23 @@ OBJECTS: dict[str, dict[str, Any]] = {
 REFUSED = "existed before MXJob mnist and is not its child"
 
 
-@pytest.fixture
-def guarded(apiserver: ApiServer) -> Iterator[None]:
-    """The guard installed for one test (the tier's real stack installs it where it ships),
-    and the PodGroup CRDs (localcluster/podgroups)."""
+@pytest.fixture(scope="module")
+def crds(apiserver: ApiServer, progress: Callable[[str], None]) -> None:
+    """The PodGroup CRDs (localcluster/podgroups) and Kueue's, from its module (no build)."""
     install_crds(apiserver)
+    try:
+        folder = obtain_kueue_crds(progress)
+    except ClusterError as error:
+        failure = str(error)  # failed outside the handler: the report shows no exception chain
+    else:
+        install_kueue_crds(apiserver, folder)
+        return
+    pytest.fail(failure, pytrace=False)
+
+
+@pytest.fixture
+def guarded(apiserver: ApiServer, crds: None) -> Iterator[None]:
+    """The guard installed for one test (the tier's real stack installs it where it ships)."""
     apiserver.kubectl("apply", "-f", str(ADOPTION_GUARD))
     try:
         yield
@@ -73,6 +101,8 @@ def _owners(rest: Rest, url: str) -> list[dict[str, Any]]:
 
 def _create(rest: Rest, resource: str, namespace: str, name: str, **meta: Any) -> str:
     document = OBJECTS[resource] | {"metadata": {"name": name, **meta}}
+    if "involvedObject" in document:  # an Event's must be in its namespace
+        document["involvedObject"] = document["involvedObject"] | {"namespace": namespace}
     rest.create(_url(resource, namespace), document)
     return _url(resource, namespace, name)
 

@@ -3,17 +3,20 @@ PodSecurity admission decides: a pod made from each shipped Deployment's and Sta
 template is created (server-side dry run, on which admission runs) in a namespace that enforces
 `restricted`. The builds: the base, every overlay (Metacontroller as with-metacontroller patches
 it), every component on standalone, and the Helm chart's default render. kube-state-metrics
-has no case: we ship its configuration and RBAC, never its Deployment."""
+has no case: we ship its configuration and RBAC, never its Deployment. Every example's pods, as
+the hook makes them, are created there the same way."""
 
 import subprocess
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from app.core.render import render_report
 from localcluster.apiserver import ApiServer
 from tests.support import REPO
 from tests.support.kustomize import OVERLAYS, RELEASE_COPY, documents, with_components
@@ -22,6 +25,9 @@ from tests.support.overlays import LAYOUT
 CHART = REPO / "charts" / "mxjob-controller"
 COMPONENTS = sorted(p.name for p in (REPO / "manifests" / "components").iterdir())
 WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
+EXAMPLES = REPO / "examples"
+# Every file of examples/ that holds an MXJob (queues.yaml holds Kueue's queues only).
+JOB_EXAMPLES = sorted(p for p in EXAMPLES.rglob("*.yaml") if "\nkind: MXJob\n" in p.read_text())
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +55,15 @@ def refusals(apiserver: ApiServer, namespace: str, objects: list[dict[str, Any]]
     least one workload, or the case tests nothing."""
     workloads = [o for o in objects if o["kind"] in WORKLOADS]
     assert workloads, "no Deployment or StatefulSet in this build"
+    return refused_pods(apiserver, namespace, [pod_of(w, namespace) for w in workloads])
+
+
+def refused_pods(
+    apiserver: ApiServer, namespace: str, pods: list[dict[str, Any]]
+) -> dict[str, str]:
+    """Each pod the API server refuses in `namespace`, with its message."""
     refused = {}
-    for workload in workloads:
-        pod = pod_of(workload, namespace)
+    for pod in pods:
         done = apiserver.kubectl(
             "create", "--dry-run=server", "-o", "name", "-f", "-",
             input=yaml.safe_dump(pod), check=False,
@@ -119,3 +131,51 @@ def test_admission_runs_on_the_dry_run_and_refuses_metacontrollers_release_as_it
     for check in ("allowPrivilegeEscalation != false", "unrestricted capabilities",
                   "runAsNonRoot != true", "seccompProfile"):  # fmt: skip
         assert check in message, message
+
+
+def example_pods(text: str, namespace: str) -> list[dict[str, Any]]:
+    """The pods the hook makes for the MXJobs of `text` at their creation, in `namespace`."""
+    rendered = render_report(text, datetime.now(UTC), namespace)
+    assert rendered.invalid == []
+    pods = [d for d in yaml.safe_load_all(rendered.text) if d["kind"] == "Pod"]
+    assert pods, "the hook made no pod"
+    return pods
+
+
+def test_every_example_holds_a_job() -> None:
+    names = [str(p.relative_to(EXAMPLES)) for p in JOB_EXAMPLES]
+    assert names == ["dist-cpu.yaml", "dist-gpu.yaml", "kueue/job.yaml", "single-worker.yaml",
+                     "tune.yaml"]  # fmt: skip
+
+
+@pytest.mark.parametrize("example", JOB_EXAMPLES, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_pod_of_the_example_passes_restricted(
+    apiserver: ApiServer, restricted: str, example: Path
+) -> None:
+    pods = example_pods(example.read_text(), restricted)
+    assert refused_pods(apiserver, restricted, pods) == {}
+
+
+def without_security_context(job: dict[str, Any]) -> dict[str, Any]:
+    """The job with no securityContext in any pod or container of its templates."""
+    for replica in job["spec"]["mxReplicaSpecs"].values():
+        spec = replica["template"]["spec"]
+        spec.pop("securityContext")
+        for container in spec["containers"]:
+            container.pop("securityContext")
+    return job
+
+
+def test_an_example_without_its_security_context_is_refused(
+    apiserver: ApiServer, restricted: str
+) -> None:
+    """The examples before they had one: each pod refused, so the case above can fail."""
+    job = without_security_context(yaml.safe_load((EXAMPLES / "dist-cpu.yaml").read_text()))
+    pods = example_pods(yaml.safe_dump(job), restricted)
+    refused = refused_pods(apiserver, restricted, pods)
+    assert sorted(refused) == sorted(p["metadata"]["name"] for p in pods)
+    for message in refused.values():
+        assert 'violates PodSecurity "restricted:latest"' in message
+        for check in ("allowPrivilegeEscalation != false", "unrestricted capabilities",
+                      "runAsNonRoot != true", "seccompProfile"):  # fmt: skip
+            assert check in message, message
