@@ -40,8 +40,8 @@ $(VENV)/.runtime: requirements.lock | $(BIN)/python
 
 # The images' locks first, so that the venv holds the versions they pin (the lock test reads
 # their requirements from it), then what the tests need on top.
-$(VENV)/.dev: requirements.lock examples/image/requirements.lock requirements-dev.txt \
-    | $(BIN)/python
+$(VENV)/.dev: requirements.lock examples/image/requirements.lock requirements.txt \
+    requirements-dev.txt | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock \
 	    -r examples/image/requirements.lock
 	$(BIN)/pip install --quiet -r requirements-dev.txt
