@@ -1,6 +1,8 @@
 # The sync hook's image: the runtime requirements and the `app` package, nothing else.
 # Checked without a Docker engine by tests/manifests/test_dockerfile.py (hadolint and a parse of this file).
-FROM python:3.11.10-slim-bookworm
+# The base by its multi-arch index digest as well as its tag: a re-pushed tag cannot change
+# what is built (docs/security.md, "Supply chain", says where the digest comes from).
+FROM python:3.11.10-slim-bookworm@sha256:840e180ebcc6e5c8efab209c43f5e40fd2af98cb49db5c7103c90539c56bb30e
 
 # `make image` and the release workflow add org.opencontainers.image.version (app.__version__).
 LABEL org.opencontainers.image.title="mxjob-controller" \
@@ -13,8 +15,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /srv/mxjob-controller
 
-COPY requirements.txt ./
-RUN pip install --no-cache-dir -r requirements.txt
+# The lock (`make lock` compiles it from requirements.txt): every package pinned with the hashes
+# of its files, so pip refuses a file or a dependency the lock does not name; wheels only, so no
+# package's build code runs here.
+COPY requirements.lock ./
+RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r requirements.lock
 
 COPY LICENSE ./
 COPY app/ ./app/

@@ -11,7 +11,7 @@ IMAGE ?= ghcr.io/mxjob-controller/mxjob-controller
 PLATFORMS ?= linux/amd64,linux/arm64
 DOCKER ?= docker
 
-.PHONY: run test fast lint typecheck unit demo soak image image-push
+.PHONY: run test fast lint typecheck unit demo soak image image-push lock
 
 # A .venv whose Python is gone (removed or upgraded away), older than 3.11 or without pip is
 # built again. Parsing only looks (`python -B`, nothing written); the recipes below remove and
@@ -33,11 +33,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip || { rm -rf $(VENV); exit 1; }
 
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+# The image's lock: every package at the version and hashes the image installs.
+$(VENV)/.runtime: requirements.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(BIN)/python
+# The images' locks first, so that the venv holds the versions they pin (the lock test reads
+# their requirements from it), then what the tests need on top.
+$(VENV)/.dev: requirements.lock examples/image/requirements.lock requirements.txt \
+    requirements-dev.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock \
+	    -r examples/image/requirements.lock
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
@@ -96,6 +102,12 @@ $(VENV)/.bench: requirements.txt requirements-bench.txt | $(BIN)/python
 
 bench: $(VENV)/.bench
 	$(BIN)/python -m scripts.bench $(BENCH_ARGS)
+
+# The images' locks (requirements.lock, examples/image/requirements*.lock) compiled again from
+# their inputs with pip-tools, and each checked to install under --require-hashes on every
+# platform its image is built for (scripts/lock.sh; needs PyPI). Run it after editing an input.
+lock: $(VENV)/.dev
+	scripts/lock.sh
 
 # The image for this machine's platform, tagged with the version (docs/install.md shows how to
 # load it into kind or push it to your registry).

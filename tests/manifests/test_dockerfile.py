@@ -18,6 +18,8 @@ from app.service import server
 from tests.support import REPO
 
 DOCKERFILE = REPO / "Dockerfile"
+# How every image installs its Python packages: its lock, by hash, from wheels only.
+INSTALL_THE_LOCK = "pip install --no-cache-dir --require-hashes --only-binary=:all: -r {lock}"
 SERVE_ON_ALL_INTERFACES = ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"]
 
 
@@ -79,8 +81,8 @@ def test_instruction_parser(text: str, expected: list[tuple[str, str]]) -> None:
 
 def test_base_image_is_pinned_python_of_the_project() -> None:
     (base,) = [rest for word, rest in dockerfile() if word == "FROM"]
-    pinned = re.fullmatch(r"python:(\d+)\.(\d+)\.\d+-slim-[a-z]+", base)
-    assert pinned, f"{base} is not a python:X.Y.Z-slim-<debian> tag"
+    pinned = re.fullmatch(r"python:(\d+)\.(\d+)\.\d+-slim-[a-z]+@sha256:[0-9a-f]{64}", base)
+    assert pinned, f"{base} is not a python:X.Y.Z-slim-<debian> tag with its digest"
     requires = re.search(
         r'requires-python = ">=(\d+)\.(\d+)"', (REPO / "pyproject.toml").read_text()
     )
@@ -90,12 +92,14 @@ def test_base_image_is_pinned_python_of_the_project() -> None:
 
 def test_copies_only_the_runtime_requirements_the_licence_and_the_app() -> None:
     copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
-    assert copies == ["requirements.txt ./", "LICENSE ./", "app/ ./app/"]
+    assert copies == ["requirements.lock ./", "LICENSE ./", "app/ ./app/"]
 
 
-def test_installs_only_requirements_txt() -> None:
+def test_installs_only_the_lock_by_hash() -> None:
+    """The lock of requirements.txt (tests/manifests/test_locks.py), every file checked against
+    its hashes, wheels only, and nothing else."""
     installs = [rest for word, rest in dockerfile() if word == "RUN" and "pip" in rest]
-    assert installs == ["pip install --no-cache-dir -r requirements.txt"]
+    assert installs == [INSTALL_THE_LOCK.format(lock="requirements.lock")]
     for line in (REPO / "requirements.txt").read_text().splitlines():
         assert line.startswith("#") or re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", line), line
 
@@ -149,4 +153,4 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
 def test_build_context_holds_only_what_the_image_copies() -> None:
     lines = (REPO / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == ["*", "!requirements.txt", "!LICENSE", "!app/", "app/**/__pycache__"]
+    assert patterns == ["*", "!requirements.lock", "!LICENSE", "!app/", "app/**/__pycache__"]

@@ -5,17 +5,15 @@ import re
 import shutil
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from e2e.images import EXAMPLES_IMAGE, EXAMPLES_IMAGE_FOLDER
-from tests.manifests.test_dockerfile import instructions
+from tests.manifests.test_dockerfile import INSTALL_THE_LOCK, instructions
 from tests.support import REPO
 from tests.support.overlays import IMAGE as HOOK_IMAGE
 
@@ -25,7 +23,8 @@ GPU_IMAGE = f"{EXAMPLES_IMAGE}-gpu"
 # What the examples run, copied into the image's WORKDIR: every program of this folder.
 PROGRAMS = ("train.py", "tune.py", "tracker.py")
 WORKFLOW = REPO / ".github" / "workflows" / "ci.yaml"
-# (Dockerfile, its requirements file, the MXNet package it installs)
+# (Dockerfile, its requirements file, the MXNet package it installs); each installs the lock
+# compiled from its requirements file (requirements.lock, requirements-gpu.lock).
 VARIANTS = [
     pytest.param("Dockerfile", "requirements.txt", "mxnet", id="cpu"),
     pytest.param("Dockerfile.gpu", "requirements-gpu.txt", "mxnet-cu117", id="gpu"),
@@ -153,31 +152,18 @@ def test_builds_on_the_hooks_base_and_runs_train_py_as_non_root(
     assert [rest for word, rest in ours if word == "FROM"] == [
         rest for word, rest in hooks if word == "FROM"
     ]
+    lock = requirements.replace(".txt", ".lock")
     assert [rest for word, rest in ours if word == "COPY"] == [
-        f"{requirements} ./",
+        f"{lock} ./",
         f"{' '.join(PROGRAMS)} ./",
     ]
     installs = [rest for word, rest in ours if word == "RUN" and "pip" in rest]
-    assert installs == [f"pip install --no-cache-dir --no-deps -r {requirements}"]
+    assert installs == [INSTALL_THE_LOCK.format(lock=lock)]
     assert [rest for word, rest in ours if word == "WORKDIR"] == ["/workspace"]
     assert [rest for word, rest in ours if word == "USER"] == ["10001:10001"]
     (cmd,) = [rest for word, rest in ours if word == "CMD"]
     assert cmd.startswith('["python3", "train.py", "--kv-store=local"')
     assert pins(requirements)[package] == MXNET_TAG
-
-
-def test_requirements_are_whole_so_no_deps_installs_them_all() -> None:
-    """Every requirement of every pinned package is pinned too, at the version the MXNet tier
-    runs (this venv's): `--no-deps` then installs exactly these."""
-    pinned = pins("requirements.txt")
-    for name, version in pinned.items():
-        assert metadata.version(name) == version, name
-        for line in metadata.requires(name) or []:
-            requirement = Requirement(line)
-            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
-                needed = canonicalize_name(requirement.name)
-                assert needed in pinned, f"{name} needs {requirement}"
-                assert requirement.specifier.contains(pinned[needed]), f"{name} needs {requirement}"
 
 
 def test_gpu_requirements_are_the_cpu_ones_on_cuda() -> None:
@@ -202,8 +188,8 @@ def test_build_context_holds_only_what_the_images_copy() -> None:
     patterns = [line for line in lines if line and not line.startswith("#")]
     assert patterns == [
         "*",
-        "!requirements.txt",
-        "!requirements-gpu.txt",
+        "!requirements.lock",
+        "!requirements-gpu.lock",
         *(f"!{name}" for name in PROGRAMS),
     ]
 

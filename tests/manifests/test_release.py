@@ -298,7 +298,7 @@ def older_python(tmp_path: Path) -> tuple[Path, str]:
 def project_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "project"
     copy.mkdir()
-    for name in ("Makefile", "requirements.txt", "requirements-dev.txt"):
+    for name in ("Makefile", "requirements.txt", "requirements.lock", "requirements-dev.txt"):
         shutil.copy(REPO / name, copy)
     (copy / "app").mkdir()
     shutil.copy(REPO / "app" / "__init__.py", copy / "app")
@@ -366,7 +366,7 @@ def test_a_broken_venv_is_built_again(
     assert (copy / ".venv" / ".runtime").exists()  # make -n only says what it would do
     plan = done.stdout.splitlines()
     assert plan.index("rm -rf .venv") < plan.index(f"{sys.executable} -m venv .venv")
-    assert ".venv/bin/pip install --quiet -r requirements.txt" in plan
+    assert ".venv/bin/pip install --quiet --require-hashes -r requirements.lock" in plan
     assert plan[-1] == ".venv/bin/python -m app serve --host 127.0.0.1 --port 8080"
 
 
