@@ -14,6 +14,7 @@ import yaml
 from fastapi import FastAPI
 
 from app.cli import main as cli
+from app.cli.schema import CRD_FILE
 from app.service import server
 from tests.support import REPO
 
@@ -88,9 +89,12 @@ def test_base_image_is_pinned_python_of_the_project() -> None:
     assert pinned.groups() == requires.groups()
 
 
-def test_copies_only_the_runtime_requirements_the_licence_and_the_app() -> None:
+def test_copies_only_the_runtime_requirements_the_licence_the_app_and_the_crd() -> None:
     copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
-    assert copies == ["requirements.txt ./", "LICENSE ./", "app/ ./app/"]
+    crd = "manifests/base/crd.yaml ./manifests/base/"
+    assert copies == ["requirements.txt ./", "LICENSE ./", "app/ ./app/", crd]
+    # Where `render` looks for it, relative to app/ as in the image.
+    assert CRD_FILE.relative_to(REPO) == Path(crd.split()[0])
 
 
 def test_installs_only_requirements_txt() -> None:
@@ -149,4 +153,11 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
 def test_build_context_holds_only_what_the_image_copies() -> None:
     lines = (REPO / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == ["*", "!requirements.txt", "!LICENSE", "!app/", "app/**/__pycache__"]
+    assert patterns == [
+        "*",
+        "!requirements.txt",
+        "!LICENSE",
+        "!app/",
+        "!manifests/base/crd.yaml",
+        "app/**/__pycache__",
+    ]
