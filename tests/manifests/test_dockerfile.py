@@ -161,3 +161,16 @@ def test_build_context_holds_only_what_the_image_copies() -> None:
         "!manifests/base/crd.yaml",
         "app/**/__pycache__",
     ]
+
+
+def test_render_in_a_container_reads_the_job_from_stdin_or_a_mount() -> None:
+    """A container sees no file of the host: `docker run IMAGE render job.yaml` cannot work."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    runs = [
+        line
+        for page in pages
+        for line in re.findall(r"docker run [^`\n]*render [^`\n]*", page.read_text())
+    ]
+    assert runs, "docs/install.md shows the image's render command"
+    for run in runs:
+        assert re.search(r'render - <|-v "?[^:\s]+:(/[^:\s"]+)(:ro)?"? .*render \1/', run), run
