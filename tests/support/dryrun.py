@@ -16,11 +16,25 @@ from tests.support.kustomize import kubectl
 # What the commands see of the checkout.
 CHECKOUT = ("Dockerfile", "manifests", "examples", "docs")
 STUBS = r"""
+# A folder applied again unchanged (applied twice, as with-metacontroller is) is built once.
+built() {
+    local key="$OUT/built-$(tar -chf - "$1" 2>/dev/null | md5sum | cut -c1-32)"
+    [ -f "$key" ] || "$KUBECTL" kustomize "$1" > "$key"
+    cat "$key"
+}
 docker() { printf '%s\n' "$*" >> "$OUT/docker"; }
 kubectl() {
-    case "$*" in
-        "apply -k "*) "$KUBECTL" kustomize "${@: -1}" >> "$OUT/applied.yaml" ;;
-        "apply -f "*|"apply "*" -f "*) cat "${@: -1}" >> "$OUT/applied.yaml" ;;
+    local words=("$@") verb="" from="" i
+    for ((i = 0; i < $#; i++)); do
+        case "${words[i]}" in
+            apply) verb=apply ;;
+            -k) from="k ${words[i + 1]}" ;;
+            -f) from="f ${words[i + 1]}" ;;
+        esac
+    done
+    case "$verb $from" in
+        "apply k "*) built "${from#k }" >> "$OUT/applied.yaml" ;;
+        "apply f "*) cat "${from#f }" >> "$OUT/applied.yaml" ;;
         *) printf '%s\n' "$*" >> "$OUT/kubectl"; return 0 ;;
     esac
     echo --- >> "$OUT/applied.yaml"
