@@ -39,7 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     dry_run = commands.add_parser(
         "render",
         help="print the status and children the hook gives MXJobs at creation; "
-        "exit 1 if the hook refuses any of them, 2 if the input is not MXJobs",
+        "exit 1 if the hook refuses any of them or one sets a field the CRD does not know, "
+        "2 if the input is not MXJobs",
     )
     dry_run.add_argument("file", help="YAML file with one or more MXJobs, or - for stdin")
     dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
