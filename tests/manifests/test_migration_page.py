@@ -171,3 +171,8 @@ def test_the_jobs_pass_the_render_check(follow: Followed, way: str) -> None:
                           input=yaml.safe_dump_all(jobs), capture_output=True, text=True,
                           timeout=60, check=False)  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
+
+
+def test_step_2_says_no_release_is_tagged_while_none_is() -> None:
+    unreleased = f"## [{__version__}]" not in (REPO / "CHANGELOG.md").read_text()
+    assert (f"{__version__} is `[Unreleased]`" in steps()[1]) == unreleased
