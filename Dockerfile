@@ -1,4 +1,4 @@
-# The sync hook's image: the runtime requirements and the `app` package, nothing else.
+# The sync hook's image: the runtime requirements, the `app` package and the CRD `render` reads.
 # Checked without a Docker engine by tests/manifests/test_dockerfile.py (hadolint and a parse of this file).
 # The base by its multi-arch index digest as well as its tag: a re-pushed tag cannot change
 # what is built (docs/security.md, "Supply chain", says where the digest comes from).
@@ -23,6 +23,8 @@ RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r requireme
 
 COPY LICENSE ./
 COPY app/ ./app/
+# `render` checks a job against the CRD's schema (app/cli/schema.py reads it beside app/).
+COPY manifests/base/crd.yaml ./manifests/base/
 # Compiled at build time: the root file system is read-only at run time, and the hook writes
 # nothing but /tmp. Its files are root's, group 0, world-readable: any UID may run it (OpenShift
 # assigns one from the namespace's range, with group 0), and group 0 reads a mounted Secret

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Smoke test of a built image of the hook: `--version` names app.__version__, and the image's
-# default command serves GET /healthz. Run by the CI workflow on every push and pull request
-# (tests/manifests/test_release.py runs it with a stand-in for docker).
+# Smoke test of a built image of the hook: `--version` names app.__version__, `render` checks
+# an example, and the image's default command serves GET /healthz. Run by the CI workflow on
+# every push and pull request (tests/manifests/test_release.py runs it with a stand-in for
+# docker).
 #
 #   scripts/image-smoke.sh IMAGE
 #
@@ -23,6 +24,13 @@ if [[ $said != "mxjob-controller $version" ]]; then
     exit 1
 fi
 echo "image-smoke: --version: $said"
+
+# render reads the CRD the image carries beside app/ (app/cli/schema.py).
+if ! "$docker" run -i --rm "$image" render - <examples/dist-cpu.yaml >/dev/null; then
+    echo "image-smoke: $image cannot render examples/dist-cpu.yaml" >&2
+    exit 1
+fi
+echo "image-smoke: render: examples/dist-cpu.yaml"
 
 name=mxjob-smoke-$$
 "$docker" run -d --name "$name" -p "127.0.0.1:$port:8080" "$image" >/dev/null

@@ -4,11 +4,13 @@
 
 import argparse
 import logging
+import sys
 
 from app import __version__
 from app.cli import render
 from app.core.render import CHILD_TYPES, INLINE_CHILD_TYPES
 from app.service import server, settings
+from app.service.errors import SettingsError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -17,8 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "kueue-status":
         return _kueue_status()
     if args.command == "serve":
-        server.run(settings.from_env(), args.host, args.port)
-        return 0
+        return _serve(args.host, args.port)
     if args.command == "ttl-controller":
         # Imported here: the hook's own commands need no Kubernetes client.
         from app.controllers.ttl import main as ttl_controller
@@ -34,11 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the sync hook")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--port", type=_port, default=8080)
     dry_run = commands.add_parser(
         "render",
         help="print the status and children the hook gives MXJobs at creation; "
-        "exit 1 if the hook refuses any of them, 2 if the input is not MXJobs",
+        "exit 1 if the hook refuses any of them or one sets a field the CRD does not know, "
+        "2 if the input is not MXJobs",
     )
     dry_run.add_argument("file", help="YAML file with one or more MXJobs, or - for stdin")
     dry_run.add_argument("--namespace", default="default", help="for jobs that name none")
@@ -60,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         "(the cluster's credentials: in-cluster, else KUBECONFIG); /metrics and /healthz on --port",
     )
     ttl.add_argument("--host", default="127.0.0.1")
-    ttl.add_argument("--port", type=int, default=9090)
+    ttl.add_argument("--port", type=_port, default=9090)
     ttl.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     commands.add_parser(
         "kueue-status",
@@ -70,12 +72,36 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _serve(host: str, port: int) -> int:
+    try:
+        config = settings.from_env()
+    except SettingsError as err:
+        for line in str(err).splitlines():
+            print(f"python -m app serve: {line}", file=sys.stderr)
+        return 2
+    server.run(config, host, port)
+    return 0
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: an integer from 0 to 65535")
+    return int(text)
+
+
 def _kueue_status() -> int:
     # Imported here: the hook's own commands need no Kubernetes client.
+    from lightkube import Client, ConfigError
+
     from app.controllers.kueuestatus import watch
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     # lightkube's transport logs every request at INFO; the writer logs what it changes.
     logging.getLogger("httpx2").setLevel(logging.WARNING)
-    watch.run()
+    try:
+        client = Client(field_manager=watch.FIELD_MANAGER)
+    except ConfigError as err:
+        print(f"python -m app kueue-status: no cluster to talk to: {err}", file=sys.stderr)
+        return 2
+    watch.run(client)
     return 0

@@ -48,6 +48,11 @@ def render_report(
     """Each MXJob in `text` with the status the hook gives it and its children, under a
     CompositeController that declares `child_types`, and the jobs the hook refuses; with
     `expand`, each container's environment as its process starts with it."""
+    return render_documents(manifests(text), now, namespace, expand, child_types)
+
+
+def manifests(text: str) -> list[Any]:
+    """The documents of YAML `text`, a List's items in its place, or RenderError."""
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as err:
@@ -56,6 +61,17 @@ def render_report(
     documents = [item for d in documents for item in (d.get("items") or [] if _is_list(d) else [d])]
     if not documents:
         raise RenderError("no MXJob in the input")
+    return documents
+
+
+def render_documents(
+    documents: list[Any],
+    now: datetime,
+    namespace: str = "default",
+    expand: bool = False,
+    child_types: tuple[str, ...] = CHILD_TYPES,
+) -> Rendered:
+    """`render_report` of documents already parsed (`manifests`)."""
     out: list[Any] = []
     invalid: list[str] = []
     for n, document in enumerate(documents):

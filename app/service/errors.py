@@ -31,3 +31,8 @@ class Crashed(Exception):
 
 class ClientGone(Exception):
     """The client closed its connection before its answer was computed."""
+
+
+class SettingsError(ValueError):
+    """A setting from the environment is out of its range: one line per variable, naming it
+    and what it allows (app/service/settings.py)."""

@@ -4,11 +4,14 @@ import os
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from types import NoneType, UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from app.core.parsecost import MiB
+from app.service.errors import SettingsError
 
 PREFIX = "MXJOB_"
 
@@ -77,6 +80,14 @@ class Settings(BaseModel):
             raise ValueError("is empty; unset it to turn authentication off")
         return value
 
+    @field_validator("auth_token_file", "tls_cert_file", "tls_key_file")
+    @classmethod
+    def _readable(cls, value: Path | None) -> Path | None:
+        # Each is read at start-up: say which one is missing before uvicorn or ssl does.
+        if value is not None and not (value.is_file() and os.access(value, os.R_OK)):
+            raise ValueError("must be a readable file")
+        return value
+
     @field_validator("log_level")
     @classmethod
     def _level(cls, value: str) -> str:
@@ -111,10 +122,51 @@ class Settings(BaseModel):
         return self.bytes_in_flight or self.max_body_bytes
 
 
+# What each type of setting allows, as a user reads it.
+_KINDS: dict[Any, str] = {
+    int: "an integer",
+    float: "a number",
+    datetime: "an RFC 3339 time with a time zone, e.g. 2026-11-22T12:00:00Z",
+    Path: "a file's path",
+    SecretStr: "a token",
+    str: "a string",
+}
+
+
 def from_env(environ: Mapping[str, str] = os.environ) -> Settings:
+    """The settings from MXJOB_* variables, or SettingsError naming each variable in error."""
     fields = {
-        name: environ[PREFIX + name.upper()]
-        for name in Settings.model_fields
-        if PREFIX + name.upper() in environ
+        name: environ[variable(name)] for name in Settings.model_fields if variable(name) in environ
     }
-    return Settings.model_validate(fields)
+    try:
+        return Settings.model_validate(fields)
+    except ValidationError as err:
+        raise SettingsError("\n".join(_line(e, fields) for e in err.errors())) from None
+
+
+def variable(name: str) -> str:
+    """The environment variable of the setting `name`."""
+    return PREFIX + name.upper()
+
+
+def allowed(name: str) -> str:
+    """What the setting `name` allows, e.g. "an integer greater than 0"."""
+    info = Settings.model_fields[name]
+    kind = info.annotation
+    if get_origin(kind) in (Union, UnionType):  # optional: unset is its default
+        (kind,) = [a for a in get_args(kind) if a is not NoneType]
+    if get_origin(kind) is Literal:
+        return "one of " + ", ".join(get_args(kind))
+    bounds = [f" greater than {m.gt}" for m in info.metadata if hasattr(m, "gt")]
+    return _KINDS[kind] + "".join(bounds)
+
+
+def _line(error: ErrorDetails, fields: dict[str, str]) -> str:
+    if not error["loc"]:  # a rule over several settings: its message names them
+        return str(error["msg"]).removeprefix("Value error, ")
+    name = str(error["loc"][0])
+    shown = "(hidden)" if name == "auth_token" else repr(fields[name])
+    rule = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] != "value_error":  # pydantic's own check: say the range instead
+        rule = f"must be {allowed(name)}"
+    return f"{variable(name)}={shown}: {rule}"

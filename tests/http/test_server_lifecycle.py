@@ -106,7 +106,7 @@ def test_every_log_line_is_json_and_sync_lines_name_the_job(server: Server) -> N
 
 def test_a_bad_setting_fails_the_start_with_a_message() -> None:
     with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        with pytest.raises(RuntimeError, match="MXJOB_TLS_KEY_FILE"):
+        with pytest.raises(RuntimeError, match="MXJOB_TLS_CERT_FILE='/nonexistent'"):
             start({"MXJOB_TLS_CERT_FILE": "/nonexistent"}, log)
         assert Path(log.name).read_text()
 

@@ -14,6 +14,7 @@ import yaml
 from fastapi import FastAPI
 
 from app.cli import main as cli
+from app.cli.schema import CRD_FILE
 from app.service import server
 from tests.support import REPO
 
@@ -90,9 +91,12 @@ def test_base_image_is_pinned_python_of_the_project() -> None:
     assert pinned.groups() == requires.groups()
 
 
-def test_copies_only_the_runtime_requirements_the_licence_and_the_app() -> None:
+def test_copies_only_the_runtime_requirements_the_licence_the_app_and_the_crd() -> None:
     copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
-    assert copies == ["requirements.lock ./", "LICENSE ./", "app/ ./app/"]
+    crd = "manifests/base/crd.yaml ./manifests/base/"
+    assert copies == ["requirements.lock ./", "LICENSE ./", "app/ ./app/", crd]
+    # Where `render` looks for it, relative to app/ as in the image.
+    assert CRD_FILE.relative_to(REPO) == Path(crd.split()[0])
 
 
 def test_installs_only_the_lock_by_hash() -> None:
@@ -153,4 +157,24 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
 def test_build_context_holds_only_what_the_image_copies() -> None:
     lines = (REPO / ".dockerignore").read_text().splitlines()
     patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == ["*", "!requirements.lock", "!LICENSE", "!app/", "app/**/__pycache__"]
+    assert patterns == [
+        "*",
+        "!requirements.lock",
+        "!LICENSE",
+        "!app/",
+        "!manifests/base/crd.yaml",
+        "app/**/__pycache__",
+    ]
+
+
+def test_render_in_a_container_reads_the_job_from_stdin_or_a_mount() -> None:
+    """A container sees no file of the host: `docker run IMAGE render job.yaml` cannot work."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    runs = [
+        line
+        for page in pages
+        for line in re.findall(r"docker run [^`\n]*render [^`\n]*", page.read_text())
+    ]
+    assert runs, "docs/install.md shows the image's render command"
+    for run in runs:
+        assert re.search(r'render - <|-v "?[^:\s]+:(/[^:\s"]+)(:ro)?"? .*render \1/', run), run

@@ -408,16 +408,17 @@ def test_ci_builds_and_smoke_tests_the_image_before_any_release() -> None:
     assert job["steps"][-1]["run"] == 'scripts/image-smoke.sh "$IMAGE:ci"'
 
 
-# A TEST DOUBLE for docker, for scripts/image-smoke.sh alone: `run --rm IMAGE ARGS` runs
-# `python -m app ARGS` from the checkout, `run -d --name N -p 127.0.0.1:PORT:8080 IMAGE` serves
-# the hook on that port as the image's default command does, `rm -f N` stops it, `logs N`
-# prints its output. It models nothing else of docker or the image.
+# A TEST DOUBLE for docker, for scripts/image-smoke.sh alone: `run --rm IMAGE ARGS` and
+# `run -i --rm IMAGE ARGS` run `python -m app ARGS` from the checkout, `run -d --name N -p
+# 127.0.0.1:PORT:8080 IMAGE` serves the hook on that port as the image's default command does,
+# `rm -f N` stops it, `logs N` prints its output. It models nothing else of docker or the image.
 DOCKER_DOUBLE = """#!/usr/bin/env bash
 set -eu
 state={state}
 case "$1 $2" in
   "run --rm") shift 3; [ "${{SAY_VERSION:-}}" ] && {{ echo "$SAY_VERSION"; exit 0; }}
               exec {python} -m app "$@" ;;
+  "run -i") shift 4; exec {python} -m app "$@" ;;
   "run -d") name=$4; port=${{6#127.0.0.1:}}; port=${{port%:8080}}
             {python} -m app serve --host 127.0.0.1 --port "$port" >"$state/$name.log" 2>&1 &
             echo $! >"$state/$name.pid"; echo "$name" ;;

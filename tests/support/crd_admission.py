@@ -13,12 +13,12 @@ from typing import Any
 
 import celpy
 import jsonschema
-import yaml
 from celpy.adapter import json_to_cel
 
-from tests.support import REPO
+from app.cli import schema as render_schema
 
-CRD_FILE = REPO / "manifests" / "base" / "crd.yaml"
+CRD_FILE = render_schema.CRD_FILE
+
 NOT_CHECKED = (
     "some validation rules were not checked because the object was invalid; "
     "correct the existing errors to complete validation"
@@ -29,13 +29,9 @@ _BLOCKING = {"type", "anyOf", "enum", "required", "maxLength", "maxItems", "maxP
 _BLOCKING |= {"additionalProperties"}
 
 
-@functools.cache
 def openapi_schema() -> dict[str, Any]:
-    """The CRD's schema (read once: callers do not change it)."""
-    crd = yaml.safe_load(CRD_FILE.read_text())
-    (version,) = crd["spec"]["versions"]
-    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
-    return schema
+    """The CRD's schema, as `render` reads it (read once: callers do not change it)."""
+    return render_schema.crd_schema()
 
 
 def admission_errors(obj: dict[str, Any]) -> list[str]:
