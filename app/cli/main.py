@@ -3,10 +3,9 @@
 `python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md)."""
 
 import argparse
-import logging
 
 from app import __version__
-from app.cli import render
+from app.cli import components, render
 from app.core.render import CHILD_TYPES, INLINE_CHILD_TYPES
 from app.service import server, settings
 
@@ -15,15 +14,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command `argv` names; return the exit code."""
     args = _parser().parse_args(argv)
     if args.command == "kueue-status":
-        return _kueue_status()
+        return components.kueue_status(args.host, args.port)
     if args.command == "serve":
         server.run(settings.from_env(), args.host, args.port)
         return 0
     if args.command == "ttl-controller":
-        # Imported here: the hook's own commands need no Kubernetes client.
-        from app.controllers.ttl import main as ttl_controller
-
-        return ttl_controller.run(args.host, args.port, args.log_level)
+        return components.ttl_controller(args.host, args.port, args.log_level)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return render.run(args.file, args.namespace, args.expand, child_types)
 
@@ -62,20 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     ttl.add_argument("--host", default="127.0.0.1")
     ttl.add_argument("--port", type=int, default=9090)
     ttl.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    commands.add_parser(
+    writer = commands.add_parser(
         "kueue-status",
         help="write the PodsReady condition and clear evicted reservations on the Kueue "
-        "Workloads of MXJobs (in cluster, or with $KUBECONFIG)",
+        "Workloads of MXJobs (in cluster, or with $KUBECONFIG); /metrics and /healthz on --port",
     )
+    writer.add_argument("--host", default="127.0.0.1")
+    writer.add_argument("--port", type=int, default=9090)
     return parser
-
-
-def _kueue_status() -> int:
-    # Imported here: the hook's own commands need no Kubernetes client.
-    from app.controllers.kueuestatus import watch
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    # lightkube's transport logs every request at INFO; the writer logs what it changes.
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
-    watch.run()
-    return 0
