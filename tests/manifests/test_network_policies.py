@@ -6,6 +6,7 @@ status writer; Metacontroller's namespace reaches the hook's port only; the name
 `monitoring` reaches each pod's metrics port, and nothing else, only with the monitoring
 component (or chart value) on."""
 
+import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -56,12 +57,15 @@ def ns_labels(namespace: str) -> dict[str, str]:
 
 
 # Tenants: a bare pod, and pods wearing each of our pods' labels, in namespaces of their own.
+DISGUISES: list[dict[str, str]] = [
+    {},
+    *({"app.kubernetes.io/name": OURS, "app.kubernetes.io/component": c} for c in METRICS_PORT),
+]
 TENANTS = [
     source(namespace, labels)
     for namespace in ("tenant", "default", "kube-system")
-    for labels in [{}] + [{"app.kubernetes.io/name": OURS, "app.kubernetes.io/component": c}
-                          for c in METRICS_PORT]
-]  # fmt: skip
+    for labels in DISGUISES
+]
 
 
 def reachable(objects: Any, src: Pod, dest: Pod) -> set[int]:
@@ -103,8 +107,6 @@ def test_overlays_and_components(overlay: str, components: tuple[str, ...]) -> N
 @pytest.mark.slow
 @pytest.mark.parametrize(("values", "monitoring"), HELM_CASES.values(), ids=HELM_CASES)
 def test_chart(go_tool: Callable[[str], Path], values: tuple[str, ...], monitoring: bool) -> None:
-    import subprocess
-
     chart = REPO / "charts" / "mxjob-controller"
     done = subprocess.run(
         [str(go_tool("helm")), "template", "mxjob-controller", str(chart), "--namespace",
