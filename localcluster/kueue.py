@@ -146,7 +146,7 @@ def run_status_writer(
     log = workdir / "kueue-status.log"
     with log.open("ab") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "app", "kueue-status"], cwd=REPO,
+            [sys.executable, "-m", "app", "kueue-status", "--port", "0"], cwd=REPO,
             env={**os.environ, "KUBECONFIG": str(kubeconfig or server.kubeconfig)}, stdout=sink,
             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip

@@ -3,11 +3,10 @@
 `python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md)."""
 
 import argparse
-import logging
 import sys
 
 from app import __version__
-from app.cli import render
+from app.cli import components, render
 from app.core.render import CHILD_TYPES, INLINE_CHILD_TYPES
 from app.service import server, settings
 from app.service.errors import SettingsError
@@ -17,14 +16,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command `argv` names; return the exit code."""
     args = _parser().parse_args(argv)
     if args.command == "kueue-status":
-        return _kueue_status()
+        return components.kueue_status(args.host, args.port)
     if args.command == "serve":
         return _serve(args.host, args.port)
     if args.command == "ttl-controller":
-        # Imported here: the hook's own commands need no Kubernetes client.
-        from app.controllers.ttl import main as ttl_controller
-
-        return ttl_controller.run(args.host, args.port, args.log_level)
+        return components.ttl_controller(args.host, args.port, args.log_level)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return render.run(args.file, args.namespace, args.expand, child_types)
 
@@ -64,11 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     ttl.add_argument("--host", default="127.0.0.1")
     ttl.add_argument("--port", type=_port, default=9090)
     ttl.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    commands.add_parser(
+    writer = commands.add_parser(
         "kueue-status",
         help="write the PodsReady condition and clear evicted reservations on the Kueue "
-        "Workloads of MXJobs (in cluster, or with $KUBECONFIG)",
+        "Workloads of MXJobs (in cluster, or with $KUBECONFIG); /metrics and /healthz on --port",
     )
+    writer.add_argument("--host", default="127.0.0.1")
+    writer.add_argument("--port", type=_port, default=9090)
     return parser
 
 
@@ -87,21 +85,3 @@ def _port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port: an integer from 0 to 65535")
     return int(text)
-
-
-def _kueue_status() -> int:
-    # Imported here: the hook's own commands need no Kubernetes client.
-    from lightkube import Client, ConfigError
-
-    from app.controllers.kueuestatus import watch
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    # lightkube's transport logs every request at INFO; the writer logs what it changes.
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
-    try:
-        client = Client(field_manager=watch.FIELD_MANAGER)
-    except ConfigError as err:
-        print(f"python -m app kueue-status: no cluster to talk to: {err}", file=sys.stderr)
-        return 2
-    watch.run(client)
-    return 0

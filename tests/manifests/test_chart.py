@@ -81,6 +81,10 @@ def without_helm_metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+SCRAPERS = (
+    "--set-string",
+    r"monitoring.namespaceSelector.kubernetes\.io/metadata\.name=monitoring",
+)
 # (overlay, components, helm values): the same install two ways.
 CASES = {
     "standalone": ("standalone", (), ()),
@@ -108,6 +112,12 @@ CASES = {
         ("--set", "monitoring.kubeStateMetrics.enabled=true"),
     ),
     "ttl-controller": ("standalone", ("ttl-controller",), ("--set", "ttlController.enabled=true")),
+    # The components' NetworkPolicies open to the scrapers as the hook's does.
+    "components-monitored": (
+        "kueue",
+        ("ttl-controller", "networkpolicy-monitoring"),
+        ("--set", "kueue=true", "--set", "ttlController.enabled=true", *SCRAPERS),
+    ),
 }
 
 

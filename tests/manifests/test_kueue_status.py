@@ -1,5 +1,6 @@
 """The kueue-status component (docs/kueue.md): the Workload-status writer runs the hook's image
-in the hook's namespace, whatever the overlay made them, hardened, with the least RBAC."""
+in the hook's namespace, whatever the overlay made them, hardened, with the least RBAC, probed
+on its metrics port (who may connect to it: tests/manifests/test_network_policies.py)."""
 
 from pathlib import Path
 from typing import Any
@@ -28,18 +29,25 @@ def test_the_writer_follows_the_hooks_namespace_and_image(
 ) -> None:
     objs = writer_objects(tmp_path, overlay)
     assert sorted(objs) == [
-        "ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount", "hook"
+        "ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "ServiceAccount",
+        "hook",
     ]  # fmt: skip
     deployment = objs["Deployment"]
     assert deployment["metadata"]["namespace"] == namespace
     assert objs["ServiceAccount"]["metadata"]["namespace"] == namespace
+    assert objs["NetworkPolicy"]["metadata"]["namespace"] == namespace
     assert objs["ClusterRoleBinding"]["subjects"] == [
         {"kind": "ServiceAccount", "name": NAME, "namespace": namespace}
     ]
     (writer,) = deployment["spec"]["template"]["spec"]["containers"]
     (hook,) = objs["hook"]["spec"]["template"]["spec"]["containers"]
     assert writer["image"] == hook["image"]
-    assert writer["command"] == ["python", "-m", "app", "kueue-status"]
+    assert writer["command"] == [
+        "python", "-m", "app", "kueue-status", "--host", "0.0.0.0", "--port", "9090",
+    ]  # fmt: skip
+    assert writer["ports"] == [{"name": "metrics", "containerPort": 9090, "protocol": "TCP"}]
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert writer[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert writer["securityContext"] == hook["securityContext"]
     pod = deployment["spec"]["template"]["spec"]
     assert pod["serviceAccountName"] == NAME

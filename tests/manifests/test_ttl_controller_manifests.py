@@ -15,7 +15,7 @@ OVERLAYS = ("standalone", "kubeflow")
 # As tests/manifests/test_manifests.py: the newest schemas kubernetes-validate ships, the oldest
 # release the install supports.
 KUBERNETES, OLDEST = "1.37.0", "1.28.0"
-KINDS = ["ClusterRole", "ClusterRoleBinding", "Deployment", "ServiceAccount"]
+KINDS = ["ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "ServiceAccount"]
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)
@@ -51,6 +51,7 @@ def test_it_runs_in_the_hooks_namespace_on_the_hooks_image(objects: dict[str, An
     namespace = objects["namespace"]
     assert objects["Deployment"]["metadata"]["namespace"] == namespace
     assert objects["ServiceAccount"]["metadata"]["namespace"] == namespace
+    assert objects["NetworkPolicy"]["metadata"]["namespace"] == namespace
     assert objects["ClusterRoleBinding"]["subjects"] == [
         {"kind": "ServiceAccount", "name": "mxjob-ttl-controller", "namespace": namespace}
     ]

@@ -1,5 +1,6 @@
 """The writer's loop: watch the Workloads the hook made and their jobs' pods, and patch each
-Workload's status as `decide` says, one job at a time, on every change."""
+Workload's status as `decide` says, one job at a time, on every change; each relist and each
+retry of a job after a wait that grows while its failures go on (app/controllers/backoff.py)."""
 
 import logging
 import queue
@@ -12,7 +13,9 @@ from lightkube import ALL_NS, ApiError, Client
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
+from prometheus_client import CollectorRegistry, Counter
 
+from app.controllers.backoff import Backoff
 from app.controllers.kueuestatus import decide
 from app.core import kinds, names
 from app.integrations.kueue import API_VERSION, GROUP
@@ -24,6 +27,22 @@ Workload = create_namespaced_resource(GROUP, API_VERSION.split("/")[1], "Workloa
 SELECTOR: dict[str, Any] = {names.LABEL_OPERATOR: names.OPERATOR_NAME}
 # (namespace, job name)
 JobKey = tuple[str, str]
+KINDS = ("Workload", "Pod")
+
+REGISTRY = CollectorRegistry()
+WRITES = Counter(
+    "mxjob_kueue_status_writes",
+    "Workload status patches, by outcome: patched, skipped (the Workload gone or changed "
+    "meanwhile: the next event brings it again), error (tried again after a backoff).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+WATCH_FAILURES = Counter(
+    "mxjob_kueue_status_watch_failures",
+    "Lists or watches that failed, by kind (Workload, Pod); each is listed again after a backoff.",
+    ["kind"],
+    registry=REGISTRY,
+)
 
 
 class Cache:
@@ -80,25 +99,39 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     return obj.to_dict()  # type: ignore[no-any-return]
 
 
-def follow(client: Client, res: Any, kind: str, cache: Cache, todo: "queue.Queue[JobKey]") -> None:
+def follow(
+    client: Client,
+    res: Any,
+    kind: str,
+    cache: Cache,
+    todo: "queue.Queue[JobKey]",
+    listed: Callable[[str], None] = lambda kind: None,
+) -> None:
     """List, then watch from the list's version; on any error list again (a watch that has
-    missed events must not leave deleted pods in the cache)."""
+    missed events must not leave deleted pods in the cache), once the backoff has passed: it
+    starts again from the shortest wait after an event, not after a list, so that a watch
+    that fails at once does not bring a cluster-wide list a second."""
+    backoff = Backoff()
     while True:
         try:
-            listed = client.list(res, namespace=ALL_NS, labels=SELECTOR)
-            objects = [_as_dict(o) for o in listed]
+            listing = client.list(res, namespace=ALL_NS, labels=SELECTOR)
+            objects = [_as_dict(o) for o in listing]
             for key in cache.replace(kind, objects):
                 todo.put(key)
             LOG.info("listed %d %s objects; watching", len(objects), kind)
+            listed(kind)
             events = client.watch(
-                res, namespace=ALL_NS, labels=SELECTOR, resource_version=listed.resourceVersion
+                res, namespace=ALL_NS, labels=SELECTOR, resource_version=listing.resourceVersion
             )
             for event, obj in events:
+                backoff.succeeded()
                 for key in cache.update(kind, event, _as_dict(obj)):
                     todo.put(key)
         except Exception:  # a broken watch or list: start over from a fresh list
-            LOG.exception("watching %s failed; listing again", kind)
-            threading.Event().wait(1)
+            WATCH_FAILURES.labels(kind).inc()
+            wait = backoff.failed()
+            LOG.exception("watching %s failed; listing again in %.1f s", kind, wait)
+            threading.Event().wait(wait)
 
 
 def now() -> str:
@@ -120,23 +153,44 @@ def write(client: Client, cache: Cache, key: JobKey, clock: Callable[[], str] = 
     except ApiError as error:
         if error.status.code not in (404, 409):
             raise
+        WRITES.labels("skipped").inc()
         return
+    WRITES.labels("patched").inc()
     what = [(c["type"], c["status"], c.get("reason")) for c in patch["status"]["conditions"]]
     LOG.info("patched Workload %s/%s: %s", key[0], name, what)
 
 
-def run(client: Client | None = None) -> None:
-    """Serve until killed: one thread per watch, the writes on this one."""
+def run(listed: threading.Event, client: Client | None = None) -> None:
+    """Serve until killed: one thread per watch, the writes on this one; `listed` is set once
+    both kinds have been listed."""
     client = client or Client(field_manager=FIELD_MANAGER)
     cache = Cache()
     todo: queue.Queue[JobKey] = queue.Queue()
+    not_listed, lock = set(KINDS), threading.Lock()
+
+    def on_listed(kind: str) -> None:
+        with lock:
+            not_listed.discard(kind)
+            if not not_listed:
+                listed.set()
+
     for res, kind in ((Workload, "Workload"), (Pod, "Pod")):
-        args = (client, res, kind, cache, todo)
+        args = (client, res, kind, cache, todo, on_listed)
         threading.Thread(target=follow, args=args, name=f"watch-{kind}", daemon=True).start()
+    write_forever(client, cache, todo)
+
+
+def write_forever(client: Client, cache: Cache, todo: "queue.Queue[JobKey]") -> None:
+    """Write each job that comes; a job whose write failed comes again after its backoff."""
+    retries: dict[JobKey, Backoff] = {}
     while True:
         key = todo.get()
         try:
             write(client, cache, key)
-        except Exception:  # an API error: try this job again shortly
-            LOG.exception("writing the Workload of %s/%s failed", *key)
-            threading.Timer(1, todo.put, args=(key,)).start()
+        except Exception:  # an API error: try this job again, later each time it fails
+            WRITES.labels("error").inc()
+            wait = retries.setdefault(key, Backoff()).failed()
+            LOG.exception("writing the Workload of %s/%s failed; again in %.1f s", *key, wait)
+            threading.Timer(wait, todo.put, args=(key,)).start()
+        else:
+            retries.pop(key, None)

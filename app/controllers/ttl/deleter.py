@@ -10,9 +10,11 @@ from typing import Any
 
 import httpx2
 from lightkube import ApiError, AsyncClient
+from lightkube.config.client_adapter import ConnectionParams
 from lightkube.generic_resource import create_namespaced_resource
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from app.controllers import backoff
 from app.controllers.ttl.expiry import due_at, seconds_left
 
 MXJob = create_namespaced_resource("kubeflow.org", "v1", "MXJob", "mxjobs")
@@ -29,8 +31,6 @@ DELETIONS = Counter(
 PENDING = Gauge(
     "mxjob_ttl_pending_jobs", "Finished MXJobs whose TTL is counting down.", registry=REGISTRY
 )
-# A failed delete (the API server unreachable, refused) is tried again, up to this far apart.
-MAX_RETRY_SECONDS = 30.0
 
 
 @dataclass
@@ -129,8 +129,10 @@ class Deleter:
         where = {"namespace": pending.namespace, "job": pending.name, "uid": uid}
         late = (self._clock() - pending.due).total_seconds()
         if outcome == "error":
+            # A failed delete (the API server unreachable, refused) is tried again, ever
+            # further apart up to backoff's cap.
             pending.failures += 1
-            retry = min(2.0**pending.failures, MAX_RETRY_SECONDS)
+            retry = backoff.delay(pending.failures)
             pending.timer = self._timer(uid, pending.due, retry)
             self._arm(uid, pending)
             log.warning("delete failed, retrying", extra=where | {"retry_seconds": retry})
@@ -152,17 +154,25 @@ class Deleter:
 
 
 async def delete_if_uid(client: AsyncClient, namespace: str, name: str, uid: str) -> None:
-    """DELETE the job only if it is still the one with `uid` (409 if the name now holds
-    another). lightkube's `delete()` sends no body, so no preconditions: this builds the same
-    request through lightkube's own generic client and adds DeleteOptions."""
-    generic = client._client
-    request = generic.prepare_request("delete", MXJob, name=name, namespace=namespace)
-    request.data = {
+    """DELETE the job only if it is still the one with `uid`: ApiError 409 if the name now
+    holds another, 404 if it is gone. lightkube's `delete()` sends no body, so no
+    preconditions: this sends the DELETE with DeleteOptions on a connection made as lightkube
+    makes its own, from the client's configuration (its public `config` and ConnectionParams)."""
+    params = ConnectionParams().httpx_params(client.config)
+    url = f"apis/kubeflow.org/v1/namespaces/{namespace}/mxjobs/{name}"
+    async with httpx2.AsyncClient(**params) as http:
+        response = await http.request("DELETE", url, json=delete_options(uid))
+    if response.is_error:
+        if response.headers.get("Content-Type") == "application/json":
+            raise ApiError(request=response.request, response=response)
+        response.raise_for_status()
+
+
+def delete_options(uid: str) -> dict[str, Any]:
+    """Delete only the object with this UID, its children after it (as kubectl does)."""
+    return {
         "apiVersion": "v1",
         "kind": "DeleteOptions",
         "preconditions": {"uid": uid},
         "propagationPolicy": "Background",
     }
-    # lightkube's send() has no annotations.
-    response = await generic.send(generic.build_adapter_request(request))  # type: ignore[no-untyped-call]
-    generic.handle_response("delete", response, request)

@@ -1,5 +1,6 @@
 """Every MXJob of the cluster, listed and then watched from the list's resourceVersion, fed
-to the deleter; listed again on 410 Gone (the version is too old) or after any other failure."""
+to the deleter; listed again on 410 Gone (the version is too old) or after any other failure,
+after a wait that grows while the failures go on (app/controllers/backoff.py)."""
 
 import asyncio
 import logging
@@ -9,32 +10,32 @@ from typing import Any
 import httpx2
 from lightkube import ALL_NS, ApiError, AsyncClient
 
+from app.controllers.backoff import Backoff
 from app.controllers.ttl.deleter import Deleter, MXJob, identity
 
 log = logging.getLogger("mxjob.ttl")
-# How long to wait before listing again after a failure other than 410, at most.
-MAX_BACKOFF_SECONDS = 30.0
 
 
 async def watch_jobs(client: AsyncClient, deleter: Deleter, listed: Callable[[], None]) -> None:
     """Keep the deleter's timers in step with the cluster's MXJobs, until cancelled; `listed`
     is called after each complete list."""
-    failures = 0
+    backoff = Backoff()
     while True:
         try:
             version = await relist(client, deleter)
             listed()
             async for event, job in client.watch(MXJob, namespace=ALL_NS, resource_version=version):
-                failures = 0  # reset by an event, not by the list: a failing watch backs off
+                backoff.succeeded()  # by an event, not by the list: a failing watch backs off
                 observe(deleter, event, dict(job))
         except httpx2.HTTPError as error:
+            # A 410 too waits: the relist it asks for is the costly part, and one expiry after
+            # another (a watch cache behind) must not turn into a list a second.
+            wait = backoff.failed()
             if status_code(error) == 410:
-                log.info("watch expired (410 Gone): listing again")
-                continue
-            failures += 1
-            backoff = min(2.0**failures, MAX_BACKOFF_SECONDS)
-            log.warning(f"list or watch failed: {error!r}", extra={"retry_seconds": backoff})
-            await asyncio.sleep(backoff)
+                log.info("watch expired (410 Gone): listing again", extra={"retry_seconds": wait})
+            else:
+                log.warning(f"list or watch failed: {error!r}", extra={"retry_seconds": wait})
+            await asyncio.sleep(wait)
 
 
 async def relist(client: AsyncClient, deleter: Deleter) -> str:
