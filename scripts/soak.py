@@ -31,8 +31,8 @@ from typing import IO, Any
 import httpx
 import orjson
 
-from app.core.children import LAST_APPLIED
-from app.core.kinds import CONFIG_MAP_TYPE
+from app.core.model.kinds import CONFIG_MAP_TYPE
+from app.core.observe.applied import LAST_APPLIED
 from app.core.reconcile import sync
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command

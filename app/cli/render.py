@@ -4,7 +4,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.core.errors import RenderError
+from app.core.model.errors import RenderError
 from app.core.render import render_report
 
 

@@ -6,10 +6,11 @@ from typing import Any, TypedDict, Unpack
 
 import yaml
 
-from app.core import kinds, kubeenv
-from app.core.errors import BadRequest, EnvError, RenderError
+from app.core.decide.status import invalid_spec_messages
+from app.core.model import kinds
+from app.core.model.errors import BadRequest, EnvError, RenderError
+from app.core.mxnet import kubeenv
 from app.core.reconcile import sync
-from app.core.status import invalid_spec_messages
 
 # What the CompositeController in metacontroller/ declares.
 CHILD_TYPES = (kinds.CONFIG_MAP_TYPE, kinds.POD_TYPE, kinds.SERVICE_TYPE)

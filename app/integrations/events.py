@@ -4,11 +4,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import conditions, kinds, names
-from app.core.decision import Decision
-from app.core.envelope import ObjectMeta, SyncRequest
-from app.core.seam import Joining, TurnDefaults
-from app.core.times import parse_time, seconds_until
+from app.core.model import conditions, kinds
+from app.core.model.envelope import ObjectMeta, SyncRequest
+from app.core.model.seam import Decision, Joining, TurnDefaults
+from app.core.model.values import parse_time, seconds_until
+from app.core.mxnet import names
 
 # Declared by manifests/components/events.
 CHILD_TYPE = kinds.EVENT_TYPE

@@ -4,10 +4,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.core import kinds, names
-from app.core.envelope import SyncRequest
-from app.core.seam import Joining, TurnDefaults
-from app.core.spec import MXJobSpec
+from app.core.model import kinds
+from app.core.model.envelope import SyncRequest
+from app.core.model.seam import Joining, TurnDefaults
+from app.core.model.spec import MXJobSpec
+from app.core.mxnet import names
 
 POD_GROUP = "PodGroup"
 

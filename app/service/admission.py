@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 from fastapi import Request
 
-from app.core import envelope
-from app.core.digits import ascii_int
+from app.core.model import envelope
+from app.core.model.values import ascii_int
 from app.service import settings
 from app.service.auth import BearerToken
 from app.service.budget import ByteBudget

@@ -8,17 +8,17 @@ from typing import Any
 
 import orjson
 
-from app.core import envelope
-from app.core.envelope import JobId
-from app.core.errors import BadRequest
-from app.core.parsecost import (
+from app.core.model import envelope
+from app.core.model.envelope import JobId
+from app.core.model.errors import BadRequest
+from app.core.reconcile import SyncResult, sync_result
+from app.core.validate.costs import (
     PARSE_BUDGET,
     PARSE_COST_PER_CONTAINER,
     PARSE_COST_PER_VALUE,
     MiB,
     parse_cost,
 )
-from app.core.reconcile import SyncResult, sync_result
 from app.integrations import kueue
 from app.service.errors import Crashed, Refused
 

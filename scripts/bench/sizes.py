@@ -25,8 +25,8 @@ from pathlib import Path
 
 import orjson
 
-from app.core.parsecost import MiB
 from app.core.reconcile import sync
+from app.core.validate.costs import MiB
 from localcluster.ports import free_port
 from scripts.bench.workloads import Size, running_job_request
 from tests.support import jobs as s

@@ -18,8 +18,8 @@ import orjson
 import pytest
 import yaml
 
-from app.core import kinds
-from app.core.parsecost import MiB
+from app.core.model import kinds
+from app.core.validate.costs import MiB
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.servers import Server, closed_by_peer, start, wait_for

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.core import kinds
+from app.core.model import kinds
 from app.core.reconcile import sync
 from tests.support import REPO
 from tests.support import jobs as s

@@ -14,7 +14,8 @@ from lightkube.resources.core_v1 import Pod
 from lightkube.types import PatchType
 
 from app.controllers.kueuestatus import decide
-from app.core import kinds, names
+from app.core.model import kinds
+from app.core.mxnet import names
 from app.integrations.kueue import API_VERSION, GROUP
 
 LOG = logging.getLogger("mxjob.kueue-status")

@@ -4,7 +4,7 @@ condition, and the related objects the customize hook hands over."""
 from collections.abc import Mapping
 from typing import Any
 
-from app.core.kinds import child_type
+from app.core.model.kinds import child_type
 
 GROUP = "kueue.x-k8s.io"
 

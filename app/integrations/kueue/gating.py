@@ -4,9 +4,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core import conditions
-from app.core.conditions import Condition
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.model import conditions
+from app.core.model.conditions import Condition
+from app.core.model.spec import MXJobSpec, ReplicaType
 from app.integrations.kueue.admission import Admission, PodSetInfo, admission
 from app.integrations.kueue.api import (
     QUEUE_LABEL,

@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import envelope, kinds
-from app.core.decision import Decision
-from app.core.envelope import SyncRequest
-from app.core.seam import FirstPod, Joining, TurnDefaults
-from app.core.spec import MXJobSpec
+from app.core.model import envelope, kinds
+from app.core.model.envelope import SyncRequest
+from app.core.model.seam import Decision, FirstPod, Joining, TurnDefaults
+from app.core.model.spec import MXJobSpec
 from app.integrations.kueue.api import API_VERSION, WORKLOAD_KIND, WORKLOAD_TYPE
 from app.integrations.kueue.gating import JobView, QueueDecision, gate
 from app.integrations.kueue.priorities import priority

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.core import names
-from app.core.mxconfig import RESERVED_ENV
+from app.core.mxnet import names
+from app.core.mxnet.mxconfig import RESERVED_ENV
 from app.core.reconcile import sync
 from app.integrations.gang import SCHEDULER_PLUGINS, VOLCANO
 from tests.support import jobs as s

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.core import conditions
-from app.core.reasons import REASON_INVALID
+from app.core.model import conditions
+from app.core.model.conditions import REASON_INVALID
 from app.core.reconcile import sync
 from tests.support import jobs as s
 

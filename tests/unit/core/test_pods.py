@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from app.core import names
-from app.core.pods import attempt_of, count, observe
+from app.core.model.spec import ReplicaType
+from app.core.mxnet import names
+from app.core.observe.pods import attempt_of, count, observe
 from app.core.reconcile import sync
-from app.core.spec import ReplicaType
 from tests.support import jobs as s
 
 RUNNING = s.pod_status("Running")

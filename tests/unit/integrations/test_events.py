@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core.envelope import ObjectMeta
+from app.core.model.envelope import ObjectMeta
 from app.core.reconcile import sync
 from app.integrations.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, desired, expiry_in
 from tests.support import REPO

@@ -3,11 +3,8 @@ delay, from the previous status and the replicas as observed."""
 
 from datetime import datetime
 
-from app.core import conditions
-from app.core.conditions import Condition
-from app.core.decision import Decision
-from app.core.pods import Attempt, describe_exit
-from app.core.reasons import (
+from app.core.model import conditions
+from app.core.model.conditions import (
     REASON_BACKOFF,
     REASON_CREATED,
     REASON_DEADLINE,
@@ -18,12 +15,15 @@ from app.core.reasons import (
     REASON_SUCCEEDED,
     REASON_SUSPENDED,
     REASONS_STOPPED,
+    Condition,
+    completion_time,
 )
-from app.core.replicas import Replica, Verdict
-from app.core.seam import Say
-from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType
-from app.core.status import Previous, completion_time
-from app.core.times import format_time, parse_time, seconds_until
+from app.core.model.seam import Decision, Say
+from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType
+from app.core.model.values import format_time, parse_time, seconds_until
+from app.core.observe.pods import Attempt, describe_exit
+from app.core.observe.previous import Previous
+from app.core.observe.replicas import Replica, Verdict
 
 
 def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:

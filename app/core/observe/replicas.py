@@ -1,13 +1,15 @@
-"""Per replica index: the current attempt, what it needs, and which pods to keep."""
+"""The job's observed pods and Services, read once a sync: per replica index, the current
+attempt, what it needs, and which pods to keep; and how the pods read the job's ConfigMap."""
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from app.core import names
-from app.core.pods import Attempt, count, replica_of
-from app.core.spec import MXJobSpec, ReplicaType, RestartPolicy
+from app.core.model.spec import MXJobSpec, ReplicaType, RestartPolicy
+from app.core.mxnet import names
+from app.core.mxnet.layout import ConfigMapUse, config_map_use
+from app.core.observe.pods import Attempt, count, observe, replica_of
 
 RETRYABLE_EXIT = 128
 
@@ -172,3 +174,41 @@ def replicas_of(
                 found.sort(key=lambda a: a.attempt)
             out.append(Replica(rtype, index, replica.restartPolicy, tuple(found)))
     return out
+
+
+@dataclass(frozen=True)
+class ObservedPods:
+    """The job's observed pods: each one that is the job's as an attempt, how they read the
+    job's ConfigMap, and whether Metacontroller sent any pod at all."""
+
+    attempts: list[Attempt]
+    config_map_use: ConfigMapUse
+    any_pod: bool
+
+
+def read_pods(pods: dict[str, Any], name: str) -> ObservedPods:
+    """The job's observed pods (the request's `Pod.v1` children), read once for the sync."""
+    # `observe` puts the pods in its own order: they need not be sorted by name first.
+    return ObservedPods(
+        observe(pods.values(), name), config_map_use(pods.values(), name), any_pod=bool(pods)
+    )
+
+
+@dataclass(frozen=True)
+class ObservedReplicas:
+    """The job's observed pods, as attempts, and every replica index its spec asks for."""
+
+    attempts: list[Attempt]
+    replicas: list[Replica]
+
+
+def owned(
+    pods: ObservedPods, services: Callable[[], Iterable[Any]], name: str, spec: MXJobSpec
+) -> ObservedReplicas:
+    """Every replica index of a valid spec with its attempts; `services`, the observed
+    Services, is read only for an index that has no pod left."""
+
+    def recorded() -> dict[tuple[ReplicaType, int], tuple[int, int]]:
+        return recorded_attempts(services(), name)
+
+    return ObservedReplicas(pods.attempts, replicas_of(spec, pods.attempts, recorded))

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from app.core.mxconfig import LEGACY_KEYS, config_map_name, dmlc_env, legacy_key_env
-from app.core.spec import MXJobSpec
+from app.core.model.spec import MXJobSpec
+from app.core.mxnet.mxconfig import LEGACY_KEYS, config_map_name, dmlc_env, legacy_key_env
 
 
 class Layout(Enum):
     """Where a job's pods find MX_CONFIG's shared parts, which decides how large its sync
-    requests grow (the size rule, app/core/sizerule.py)."""
+    requests grow (the size rule, app/core/validate/sizerule.py)."""
 
     # In the job's ConfigMap, through `envFrom`: a pod is O(1).
     CONFIG_MAP = "ConfigMap"

@@ -5,8 +5,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app.core import digits, names
-from app.core.spec import BY_LOWERED, ORDER, ReplicaType
+from app.core.model import values
+from app.core.model.spec import BY_LOWERED, ORDER, ReplicaType
+from app.core.mxnet import names
 
 _PHASES = {"Pending", "Running", "Succeeded", "Failed", "Unknown"}
 # Counts as the hook writes them, looked up rather than checked and converted: every observed
@@ -43,7 +44,7 @@ def count(value: Any) -> int | None:
     if type(value) is str and value in _DECIMALS:
         return _DECIMALS[value]
     if isinstance(value, str):
-        return digits.ascii_int(value) if len(value) < 10 else None
+        return values.ascii_int(value) if len(value) < 10 else None
     if type(value) is int and value >= 0:
         return value
     return None

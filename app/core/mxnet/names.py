@@ -3,7 +3,7 @@
 from enum import StrEnum
 from typing import Any
 
-from app.core.spec import ReplicaType
+from app.core.model.spec import ReplicaType
 
 MAX_NAME = 63
 # The container that runs MXNet: it gets the mxjob-port and decides the exit code.

@@ -1,35 +1,74 @@
 """Check an MXJob against the contract's rules (docs/behaviour.md#validation) and return its
-typed spec."""
+typed spec: normalised first (replica keys in any case, legacy run-policy placement), then
+checked as a whole; its pod templates are checked in app/core/validate/templates.py."""
 
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.core.errors import SpecError
-from app.core.kubeenv import ENV_NAME
-from app.core.layout import Layout
-from app.core.names import (
+from app.core.model.errors import SpecError
+from app.core.model.spec import BY_LOWERED, TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaType
+from app.core.mxnet.layout import Layout
+from app.core.mxnet.names import (
     ANNOTATION_REPLICA_SERVICES,
-    MAIN_CONTAINER,
     MAX_NAME,
     ReplicaServices,
     child_name,
 )
-from app.core.normalise import LEGACY_RUN_POLICY_FIELDS, normalise
-from app.core.sizerule import MAX_REPLICAS, size_problems
-from app.core.spec import TRAIN_TYPES, TUNE_TYPES, MXJobSpec, ReplicaSpec, ReplicaType
+from app.core.validate.sizerule import MAX_REPLICAS, size_problems
+from app.core.validate.templates import MAX_SUBDOMAIN, subdomain, template_problems
+
+# mxnet-operator v1 put these directly under `spec`; `spec.runPolicy` wins where both are set.
+LEGACY_RUN_POLICY_FIELDS = (
+    "cleanPodPolicy",
+    "ttlSecondsAfterFinished",
+    "activeDeadlineSeconds",
+    "backoffLimit",
+    "suspend",
+    "schedulingPolicy",
+)
+
+
+def normalise(spec: Any) -> dict[str, Any]:
+    """Return a copy of `spec` in the canonical layout, or raise SpecError."""
+    if not isinstance(spec, dict):
+        raise SpecError(["spec: must be an object"])
+    out = {k: v for k, v in spec.items() if k not in LEGACY_RUN_POLICY_FIELDS}
+    out["runPolicy"] = _run_policy(spec)
+    if "mxReplicaSpecs" in spec:
+        out["mxReplicaSpecs"] = _replica_specs(spec["mxReplicaSpecs"])
+    return out
+
+
+def _run_policy(spec: dict[str, Any]) -> Any:
+    run_policy = spec.get("runPolicy", {})
+    if not isinstance(run_policy, dict):
+        return run_policy
+    legacy = {k: spec[k] for k in LEGACY_RUN_POLICY_FIELDS if k in spec}
+    return legacy | run_policy
+
+
+def _replica_specs(specs: Any) -> Any:
+    if not isinstance(specs, dict):
+        return specs
+    out: dict[str, Any] = {}
+    problems = []
+    for key, value in specs.items():
+        rtype = BY_LOWERED.get(str(key).lower())
+        if rtype is None:
+            expected = ", ".join(t.value for t in ReplicaType)
+            problems.append(f"spec.mxReplicaSpecs.{key}: unknown replica type (one of {expected})")
+        elif rtype.value in out:
+            problems.append(f"spec.mxReplicaSpecs.{key}: duplicates replica type {rtype.value}")
+        else:
+            out[rtype.value] = value
+    if problems:
+        raise SpecError(problems)
+    return out
+
 
 _DNS_1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-_DNS_1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-# Kubernetes' syntax for label and annotation keys (a qualified name) and label values.
-_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-MAX_SUBDOMAIN = 253
-MAX_LABEL = 63
-_QUALIFIED = (
-    "a qualified name: an optional DNS subdomain prefix and '/', then at most 63 letters, "
-    "digits, '-', '_' or '.', starting and ending with a letter or digit"
-)
 
 
 def validated_spec(
@@ -95,7 +134,7 @@ def _validated_spec(job_name: str, raw_spec: Any, layout: Layout, fresh: Layout)
         raise SpecError([_describe(e) for e in err.errors()]) from None
     problems = _name_problems(job_name, spec) + _shape_problems(spec) + _scheduling_problems(spec)
     for rtype, replica in spec.mxReplicaSpecs.items():
-        problems += _template_problems(rtype, replica)
+        problems += template_problems(rtype, replica)
     if problems:
         raise SpecError(problems)
     problems = size_problems(job_name, spec, fresh if spec.runPolicy.suspend else layout)
@@ -145,27 +184,12 @@ def _shape_problems(spec: MXJobSpec) -> list[str]:
 def _scheduling_problems(spec: MXJobSpec) -> list[str]:
     policy = spec.runPolicy.schedulingPolicy
     queue = policy.queue if policy else None
-    if queue is None or _subdomain(queue):
+    if queue is None or subdomain(queue):
         return []
     return [
         f"spec.runPolicy.schedulingPolicy.queue: {queue!r} must name a Volcano Queue, so be a "
         f"DNS-1123 subdomain (at most {MAX_SUBDOMAIN} lower-case letters, digits, '-' and '.')"
     ]
-
-
-def _subdomain(value: str) -> bool:
-    return len(value) <= MAX_SUBDOMAIN and _DNS_1123_SUBDOMAIN.fullmatch(value) is not None
-
-
-def _qualified_name(key: str) -> bool:
-    prefix, slash, name = key.rpartition("/")
-    if slash and not _subdomain(prefix):
-        return False
-    return len(name) <= MAX_LABEL and _NAME.fullmatch(name) is not None
-
-
-def _label_value(value: str) -> bool:
-    return value == "" or (len(value) <= MAX_LABEL and _NAME.fullmatch(value) is not None)
 
 
 def _train_problems(spec: MXJobSpec) -> list[str]:
@@ -188,109 +212,3 @@ def _tune_problems(spec: MXJobSpec) -> list[str]:
         for rtype in (ReplicaType.TUNER_TRACKER, ReplicaType.TUNER)
         if spec.replicas(rtype) != 1
     ]
-
-
-def _template_problems(rtype: ReplicaType, replica: ReplicaSpec) -> list[str]:
-    field = f"spec.mxReplicaSpecs.{rtype.value}.template"
-    problems = _metadata_problems(field, replica.template.get("metadata"))
-    return problems + _containers_problems(field, replica.template.get("spec"))
-
-
-def _metadata_problems(field: str, metadata: Any) -> list[str]:
-    if metadata is None:
-        return []
-    if not isinstance(metadata, dict):
-        return [f"{field}.metadata: must be an object"]
-    problems = [
-        f"{field}.metadata.{key}: must map strings to strings"
-        for key in ("labels", "annotations")
-        if not _string_map(metadata.get(key, {}))
-    ]
-    return problems or _key_problems(f"{field}.metadata", metadata)
-
-
-def _key_problems(field: str, metadata: dict[str, Any]) -> list[str]:
-    """Keys and values Kubernetes would refuse on the pod: say so now, not at pod creation."""
-    problems = [
-        f"{field}.{kind}: key {key!r} must be {_QUALIFIED}"
-        for kind in ("labels", "annotations")
-        for key in metadata.get(kind, {})
-        if not _qualified_name(key)
-    ]
-    return problems + [
-        f"{field}.labels.{key}: value {value!r} must be empty or at most {MAX_LABEL} letters, "
-        "digits, '-', '_' or '.', starting and ending with a letter or digit"
-        for key, value in metadata.get("labels", {}).items()
-        if not _label_value(value)
-    ]
-
-
-def _string_map(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
-
-
-def _containers_problems(field: str, pod_spec: Any) -> list[str]:
-    containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
-    if not isinstance(containers, list) or not containers:
-        return [f"{field}.spec.containers: needs at least one container"]
-    problems = []
-    for n, container in enumerate(containers):
-        problems += _container_problems(f"{field}.spec.containers[{n}]", container)
-    names = [c.get("name") for c in containers if isinstance(c, dict)]
-    if MAIN_CONTAINER not in names:
-        problems.append(f"{field}.spec.containers: one container must be named {MAIN_CONTAINER!r}")
-    return problems + _port_problems(field, containers) + _init_problems(field, pod_spec)
-
-
-def _init_problems(field: str, pod_spec: dict[str, Any]) -> list[str]:
-    """Init containers: only what would fail the pod's creation, their env names."""
-    inits = pod_spec.get("initContainers", [])
-    if not isinstance(inits, list):
-        return [f"{field}.spec.initContainers: must be a list of containers"]
-    problems = []
-    for n, init in enumerate(inits):
-        env = init.get("env", []) if isinstance(init, dict) else []
-        problems += _env_problems(f"{field}.spec.initContainers[{n}]", env)
-    return problems
-
-
-def _container_problems(field: str, container: Any) -> list[str]:
-    if not isinstance(container, dict):
-        return [f"{field}: must be an object"]
-    problems = []
-    if not isinstance(container.get("image"), str) or not container["image"]:
-        problems.append(f"{field}.image: must be a non-empty string")
-    return problems + _env_problems(field, container.get("env", []))
-
-
-def _env_problems(field: str, env: Any) -> list[str]:
-    if not isinstance(env, list):
-        return [f"{field}.env: must be a list of objects with a name"]
-    return [
-        f"{field}.env[{n}].name: {_env_name_problem(entry)}"
-        for n, entry in enumerate(env)
-        if _env_name_problem(entry)
-    ]
-
-
-def _env_name_problem(entry: Any) -> str:
-    name = entry.get("name") if isinstance(entry, dict) else None
-    if not isinstance(name, str):
-        return "required: every env entry needs a name"
-    if not ENV_NAME.fullmatch(name):
-        return f"{name!r} must be printable ASCII without '=', at least one character"
-    return ""
-
-
-def _port_problems(field: str, containers: list[Any]) -> list[str]:
-    for n, container in enumerate(containers):
-        if not isinstance(container, dict) or container.get("name") != MAIN_CONTAINER:
-            continue
-        ports = container.get("ports", [])
-        if not isinstance(ports, list) or not all(isinstance(p, dict) for p in ports):
-            return [f"{field}.spec.containers[{n}].ports: must be a list of objects"]
-        for m, port in enumerate(ports):
-            number = port.get("containerPort")
-            if type(number) is not int or not 0 < number < 65536:
-                return [f"{field}.spec.containers[{n}].ports[{m}].containerPort: must be 1-65535"]
-    return []

@@ -1,14 +1,17 @@
-"""What Metacontroller last applied to a child under server-side apply, which keeps no
-last-applied annotation: the child cut down to the fields (`managedFields`' `fieldsV1`) of
-the entry whose apply set this job's owner reference, whatever its field manager's name."""
+"""What Metacontroller last applied to a child: its last-applied annotation, or under server-side
+apply, which keeps none, the child cut down to the fields (`managedFields`' `fieldsV1`) of the
+entry whose apply set this job's owner reference, whatever its field manager's name; and every
+observed child as its own desired state, the answer while a spec is invalid."""
 
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from app.core.digits import ascii_int
+from app.core.model import envelope
+from app.core.model.values import ascii_int
 
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 Child = dict[str, Any]
 MAX_DEPTH = 64  # an object nested deeper than any Kubernetes type: the entry is not trusted
 
@@ -124,3 +127,55 @@ def _matcher(element: str) -> Callable[[int, Any], bool]:
     if prefix == "i:" and (position := ascii_int(text)) is not None:
         return lambda index, _: index == position
     raise _Unreadable
+
+
+def kept_as_observed(request: envelope.SyncRequest) -> list[Child]:
+    """Every observed child as its own desired state: what an invalid spec is answered with."""
+    owner = request.parent.metadata.uid or ""
+    return [
+        _as_observed(child, kind, owner)
+        for kind in sorted(request.children)
+        for child in request.observed(kind)
+    ]
+
+
+def _as_observed(child: Child, child_type: str, owner_uid: str) -> Child:
+    """An observed child as its own desired state, which changes nothing: what Metacontroller
+    last applied (its annotation, or under server-side apply its `managedFields` entry), else the
+    child's identity, labels and spec (docs/behaviour.md#validation)."""
+    kind, _, api_version = child_type.partition(".")
+    applied = _last_applied(child, api_version, kind)
+    if applied is None:
+        applied = applied_configuration(child, owner_uid, api_version, kind)
+    if applied is not None:
+        return applied
+    meta = child.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
+    kept = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if k in meta}
+    if isinstance(kept.get("annotations"), dict):
+        kept["annotations"] = {k: v for k, v in kept["annotations"].items() if k != LAST_APPLIED}
+        if not kept["annotations"]:
+            del kept["annotations"]
+    out = {"apiVersion": api_version, "kind": kind}
+    out |= {k: child[k] for k in ("spec", "data", "binaryData") if k in child}
+    return out | {"metadata": kept}
+
+
+def _last_applied(child: Child, api_version: str, kind: str) -> Child | None:
+    """What Metacontroller last applied to this child, if its annotation holds this child."""
+    meta = child.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    text = annotations.get(LAST_APPLIED) if isinstance(annotations, dict) else None
+    if not isinstance(text, str):
+        return None
+    try:
+        applied = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(applied, dict) or not isinstance(applied.get("metadata"), dict):
+        return None
+    assert isinstance(meta, dict)
+    mine = [api_version, kind, meta.get("name"), meta.get("namespace")]
+    names = [applied["metadata"].get("name"), applied["metadata"].get("namespace")]
+    return applied if [applied.get("apiVersion"), applied.get("kind"), *names] == mine else None

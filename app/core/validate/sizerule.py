@@ -7,20 +7,20 @@ from typing import Any
 
 import orjson
 
-from app.core.copies import Copies, copies, sum_copies
-from app.core.layout import Layout, own_env
-from app.core.mxconfig import (
+from app.core.model.spec import MXJobSpec, ReplicaType
+from app.core.mxnet.layout import Layout, own_env
+from app.core.mxnet.mxconfig import (
+    cluster_text_counts,
     kubelet_literal,
     labels_text,
     main_container,
     main_port,
     mx_config_around_index,
+    mx_config_bytes,
     service_port,
     tuner_label,
 )
-from app.core.mxconfigsize import cluster_text_counts, mx_config_bytes
-from app.core.parsecost import PARSE_BUDGET, MiB, cost_of
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.validate.costs import PARSE_BUDGET, Copies, MiB, copies, cost_of, sum_copies
 
 # The rule's three parts, and where each constant's figure comes from:
 # docs/reliability.md#where-the-size-rules-figures-come-from.
@@ -50,7 +50,7 @@ SYNC_BYTES_PER_NAME_CHARACTER = 22
 SYNC_BYTES_PER_PORT = 80
 
 
-# 3. Parsing that request stays well inside the hook's parse budget (app/core/parsecost.py): its
+# 3. Parsing that request stays well inside the hook's parse budget (`costs.PARSE_BUDGET`): its
 #    `{`/`[` and `,` per replica, per further container and per port, measured and rounded up.
 MAX_SYNC_PARSE_COST = PARSE_BUDGET * 7 // 8
 
@@ -136,7 +136,7 @@ def sync_request_bytes(
 def sync_request_parse_cost(
     job_name: str, spec: MXJobSpec, mx_config: int | None = None, layout: Layout = Layout.CONFIG_MAP
 ) -> int:
-    """An upper estimate of a sync request's parse_cost (app/core/parsecost.py) once every child
+    """An upper estimate of a sync request's `costs.parse_cost` once every child
     exists in `layout`: `sync_request_bytes`'s bytes, and its `{`/`[` and `,` counted the same
     way, replica by replica (docs/reliability.md#the-size-rules-estimates)."""
     if mx_config is None:

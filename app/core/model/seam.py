@@ -7,10 +7,29 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from app.core.conditions import Condition
-from app.core.decision import Decision
-from app.core.envelope import SyncRequest
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.model.conditions import Condition
+from app.core.model.envelope import SyncRequest
+from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What this sync decided about the job as a whole."""
+
+    conditions: list[Condition]
+    start_time: str | None
+    resync_after: int
+    # The restarts charged against backoffLimit in this run (0 while no run: suspended, queued).
+    restarts: int
+    # Succeeded or Failed: no pod is made any more.
+    finished: bool = False
+    # Finished by this very sync, which removes nothing: the evidence outlives the decision.
+    finishing: bool = False
+    # When it finished, as the status says (`completionTime`).
+    completion_time: str | None = None
+    # The pods that go once it is finished: cleanPodPolicy, but None reads as Running when
+    # the job was stopped against its will (a deadline, the backoff limit).
+    cleanup: CleanPodPolicy = CleanPodPolicy.RUNNING
 
 
 class PodUpdate(Protocol):

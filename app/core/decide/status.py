@@ -1,55 +1,18 @@
-"""The job's status: the previous one read once, and the whole status assembled from this sync's
-decision, for a valid spec and for an invalid one."""
+"""The job's status, assembled whole from this sync's decision for a valid spec, and from the
+previous status for an invalid one."""
 
-from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.core import conditions
-from app.core.conditions import Condition
-from app.core.decision import Decision
-from app.core.reasons import REASON_INVALID
-from app.core.replicas import Replica
-from app.core.spec import MXJobSpec, ReplicaType
-from app.core.times import format_time, parse_time
+from app.core.model import conditions
+from app.core.model.conditions import REASON_INVALID, Condition, completion_time
+from app.core.model.seam import Decision
+from app.core.model.spec import MXJobSpec, ReplicaType
+from app.core.model.values import format_time, parse_time
+from app.core.observe.previous import Previous
+from app.core.observe.replicas import Replica
 
 Counts = dict[str, dict[str, int]]
-
-
-@dataclass(frozen=True)
-class Previous:
-    """The status the job had, as far as it is well-formed: read once per sync."""
-
-    conditions: list[Condition]
-    # Only a time that parses.
-    start_time: str | None
-    # As observed: read only when the job is finished, or its spec invalid.
-    replica_statuses: Any
-    finished: bool
-    # Only a count that is an integer >= 0.
-    restart_count: int | None
-
-    def without(self, ctype: str) -> "Previous":
-        conds = conditions.without(self.conditions, ctype)
-        return replace(self, conditions=conds, finished=conditions.finished(conds))
-
-
-def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous:
-    """The previous status, read once. An edit that broke the spec of a job that still has
-    children made earlier versions fail it for good (MXJobInvalidSpec): that Failed condition is
-    dropped, and the job goes on as an edited one (docs/behaviour.md#validation)."""
-    status = status or {}
-    conds = conditions.well_formed(status.get("conditions"))
-    failed = conditions.find(conds, conditions.FAILED)
-    if has_children and failed and failed.get("reason") == REASON_INVALID:
-        conds = conditions.without(conds, conditions.FAILED)
-    start = status.get("startTime")
-    start_time = start if parse_time(start) else None
-    restarts = status.get("restartCount")
-    restart_count = restarts if type(restarts) is int and restarts >= 0 else None
-    return Previous(
-        conds, start_time, status.get("replicaStatuses"), conditions.finished(conds), restart_count
-    )
 
 
 def replica_statuses(spec: MXJobSpec, replicas: list[Replica]) -> Counts:
@@ -112,14 +75,6 @@ def invalid_spec_messages(status: dict[str, Any]) -> list[str]:
         for cond in status["conditions"]
         if cond.get("reason") == REASON_INVALID and cond.get("status") == "True"
     ]
-
-
-def completion_time(conds: list[Condition]) -> str | None:
-    for ctype in (conditions.SUCCEEDED, conditions.FAILED):
-        found = conditions.find(conds, ctype)
-        if found and found.get("status") == "True":
-            return found.get("lastTransitionTime")
-    return None
 
 
 def _assembled(

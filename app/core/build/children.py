@@ -4,9 +4,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.core import kinds, names
-from app.core.layout import NO_PODS, ConfigMapUse, NewPods, new_pods
-from app.core.mxconfig import (
+from app.core.model import kinds
+from app.core.model.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
+from app.core.mxnet import names
+from app.core.mxnet.layout import NO_PODS, ConfigMapUse, NewPods, new_pods
+from app.core.mxnet.mxconfig import (
     DEFAULT_PORT,
     PORT_NAME,
     REQUIRED_KEY,
@@ -20,7 +22,6 @@ from app.core.mxconfig import (
     service_port,
     shared_parts,
 )
-from app.core.spec import MXJobSpec, ReplicaSpec, ReplicaType, RestartPolicy
 
 CONTROLLER_UID = "controller-uid"
 _RESERVED = frozenset(RESERVED_ENV)
@@ -74,7 +75,7 @@ class JobContext:
     # Which replicas get a headless Service: each one, or the Scheduler only.
     services: names.ReplicaServices = names.ReplicaServices.ALL
     # What the integrations that joined the sync add to every pod as it is built
-    # (app/core/seam.py, `Turn.fit_pod`).
+    # (app/core/model/seam.py, `Turn.fit_pod`).
     fits: tuple[Callable[[dict[str, Any]], None], ...] = ()
 
     def has_service(self, rtype: ReplicaType) -> bool:

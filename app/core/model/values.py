@@ -1,4 +1,5 @@
-"""Times as Kubernetes writes them (RFC 3339, UTC, to the second), and waits until a time."""
+"""Values as Kubernetes writes them: times (RFC 3339, UTC, to the second), waits until a time,
+and numbers in ASCII digits, the one way the hook reads a number from text."""
 
 import math
 from datetime import datetime
@@ -35,3 +36,11 @@ def seconds_until(since: datetime, seconds: int, now: datetime) -> int:
 def sooner(wait: int, other: int) -> int:
     """The earlier of two waits in seconds, where 0 means no wait at all."""
     return min(wait, other) if wait and other else wait or other
+
+
+def ascii_int(text: str) -> int | None:
+    """The number `text` writes in ASCII digits alone, else None. `str.isdigit` alone is true of
+    "²", "①" or "٣", which `int` refuses or reads as a number nobody wrote."""
+    if text.isascii() and text.isdigit():
+        return int(text)
+    return None

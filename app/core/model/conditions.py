@@ -1,4 +1,5 @@
-"""Job conditions and the rules for changing them (Kubeflow's, kept as a fixed point)."""
+"""Job conditions, their reasons in Kubeflow's words, and the rules for changing them
+(Kubeflow's, kept as a fixed point)."""
 
 from typing import Any
 
@@ -16,6 +17,20 @@ INVALID_SPEC = "InvalidSpec"
 # Under Kueue: True while the job waits for its Workload to be admitted (docs/kueue.md).
 QUEUED = "Queued"
 TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED, INVALID_SPEC, QUEUED)
+
+REASON_CREATED = "MXJobCreated"
+REASON_RUNNING = "MXJobRunning"
+REASON_RESTARTING = "MXJobRestarting"
+REASON_SUSPENDED = "MXJobSuspended"
+REASON_RESUMED = "MXJobResumed"
+REASON_SUCCEEDED = "MXJobSucceeded"
+REASON_FAILED = "MXJobFailed"
+REASON_DEADLINE = "DeadlineExceeded"
+REASON_BACKOFF = "BackoffLimitExceeded"
+REASON_INVALID = "MXJobInvalidSpec"
+# Reasons that stop a job against its will: its running pods go, whatever cleanPodPolicy says.
+REASONS_STOPPED = (REASON_DEADLINE, REASON_BACKOFF)
+
 _EXCLUSIVE = {RUNNING: RESTARTING, RESTARTING: RUNNING}
 _STATUSES = ("True", "False", "Unknown")
 _FIELDS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
@@ -96,3 +111,12 @@ def _stopped(condition: Condition, reason: str, message: str, at: str) -> Condit
         "lastUpdateTime": at,
         "lastTransitionTime": at,
     }
+
+
+def completion_time(conds: list[Condition]) -> str | None:
+    """When the job finished: the transition of its True Succeeded or Failed condition."""
+    for ctype in (SUCCEEDED, FAILED):
+        found = find(conds, ctype)
+        if found and found.get("status") == "True":
+            return found.get("lastTransitionTime")
+    return None

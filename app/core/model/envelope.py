@@ -4,9 +4,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.core.errors import BadRequest
-from app.core.kinds import POD_TYPE, SERVICE_TYPE
-from app.core.spec import DEFAULT_REPLICAS
+from app.core.model.errors import BadRequest
+from app.core.model.kinds import POD_TYPE, SERVICE_TYPE
+from app.core.model.spec import DEFAULT_REPLICAS
 
 # (namespace, name) of the job a request is about, as far as it says.
 JobId = tuple[str | None, str | None]

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from app.core.errors import EnvError
+from app.core.model.errors import EnvError
 
 _OPERATOR, _OPENER, _CLOSER = ord("$"), ord("("), ord(")")
 # A variable name as kubelet v1.32 takes it (RelaxedEnvironmentVariableValidation): printable
