@@ -1,5 +1,7 @@
-"""The sync hook as a pure function: observed state and `now` in, desired state out."""
+"""The sync hook as a pure function: observed state, `now` and the integrations that may join
+in, desired state out."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -11,7 +13,7 @@ from app.core.decide.decision import decide
 from app.core.model import conditions, envelope, kinds
 from app.core.model.envelope import ObjectMeta
 from app.core.model.errors import SpecError
-from app.core.model.seam import Joining, Turn, said
+from app.core.model.seam import Integration, Joining, Turn, heard
 from app.core.model.spec import MXJobSpec, ReplicaType
 from app.core.model.values import sooner
 from app.core.mxnet.layout import NO_PODS, layout_for
@@ -19,7 +21,6 @@ from app.core.mxnet.mxconfig import config_map_name
 from app.core.observe import applied, replicas
 from app.core.observe.previous import Previous, read_previous
 from app.core.validate.validation import replica_services, validated_spec
-from app.integrations import AT_THE_SEAM
 
 
 @dataclass(frozen=True)
@@ -34,20 +35,25 @@ class SyncResult:
     invalid_spec: bool
 
 
-def sync(body: Any, now: datetime) -> dict[str, Any]:
-    """The answer to one sync request. Raises errors.BadRequest for anything that is not
+Integrations = Sequence[Integration]
+
+
+def sync(body: Any, now: datetime, integrations: Integrations) -> dict[str, Any]:
+    """The answer to one sync request, with these `integrations` joining in where the
+    controller declares what they need. Raises errors.BadRequest for anything that is not
     one."""
-    return sync_result(body, now).answer
+    return sync_result(body, now, integrations).answer
 
 
-def sync_result(body: Any, now: datetime) -> SyncResult:
+def sync_result(body: Any, now: datetime, integrations: Integrations) -> SyncResult:
     """Answer one sync request, in the order of docs/behaviour.md: read the request and the
     previous status, check the spec, decide the status from what was observed, then build
     the children. Raises errors.BadRequest for anything that is not a sync request."""
     request = envelope.read_request(body)
     meta = request.parent.metadata
     has_children = request.has_pods_or_services()
-    previous = read_previous(request.parent.status, has_children)
+    guests = tuple(t for i in integrations for t in i.condition_types)
+    previous = read_previous(request.parent.status, has_children, guests)
     config_map = request.declares(kinds.CONFIG_MAP_TYPE)
     pods = replicas.read_pods(request.children.get(kinds.POD_TYPE, {}), meta.name)
     try:
@@ -69,9 +75,9 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         observed=pods.config_map_use,
         services=services,
     )
-    turns = _joined(request, spec, previous, job)
+    turns = _joined(integrations, request, spec, previous, job)
     job = _fitted(job, turns)
-    decision = decide(meta.name, spec, owned.replicas, previous, now, said(turns))
+    decision = decide(meta.name, spec, owned.replicas, previous, now, heard(turns))
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so
@@ -87,12 +93,13 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
 
 
 def _joined(
+    integrations: Integrations,
     request: envelope.SyncRequest,
     spec: MXJobSpec,
     previous: Previous,
     job: children.JobContext,
 ) -> list[Turn]:
-    """The integrations' turns in the sync, in AT_THE_SEAM's order. The first pods one reads
+    """The integrations' turns in the sync, in the order they are given. The first pods one reads
     (a Workload's pod sets) are fitted by those that joined before it."""
     turns: list[Turn] = []
 
@@ -100,8 +107,8 @@ def _joined(
         return children.pod(_fitted(job, turns), rtype, 0, 0, 0)
 
     joining = Joining(request, spec, previous.conditions, previous.finished, first_pod)
-    for join in AT_THE_SEAM:
-        turn = join(joining)
+    for integration in integrations:
+        turn = integration.join(joining)
         if turn is not None:
             turns.append(turn)
     return turns

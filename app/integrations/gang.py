@@ -6,7 +6,7 @@ from typing import Any
 
 from app.core.model import kinds
 from app.core.model.envelope import SyncRequest
-from app.core.model.seam import Joining, TurnDefaults
+from app.core.model.seam import Integration, Joining, TurnDefaults
 from app.core.model.spec import MXJobSpec
 from app.core.mxnet import names
 
@@ -102,3 +102,6 @@ def join(sync: Joining) -> GangTurn | None:
     """The gang scheduler's turn in a sync: None unless the controller declares PodGroups."""
     gang = declared(sync.request.declares)
     return GangTurn(gang, sync.request, sync.spec) if gang is not None else None
+
+
+INTEGRATION = Integration("gang", join)

@@ -19,7 +19,7 @@ from app.core.validate.costs import (
     MiB,
     parse_cost,
 )
-from app.integrations import kueue
+from app.integrations import INTEGRATIONS, kueue
 from app.service.errors import Crashed, Refused
 
 
@@ -89,7 +89,7 @@ def reply(parsed: Any, now: datetime, body_bytes: int) -> Reply:
     """Sync and serialize a parsed request. A TypeError from the core is a bug like any
     other, however much it looks like the serializer's (orjson's error is one)."""
     try:
-        result = sync_result(parsed, now)
+        result = sync_result(parsed, now, INTEGRATIONS)
     except BadRequest as err:
         return Refused(422, "bad_request", str(err), envelope.job_of(parsed))
     except Exception:

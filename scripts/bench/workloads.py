@@ -14,8 +14,8 @@ import yaml
 
 from app.core.model.kinds import CONFIG_MAP_TYPE
 from app.core.observe.applied import LAST_APPLIED
-from app.core.reconcile import sync
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,6 @@ import pytest
 from app.core.model.errors import SpecError
 from app.core.mxnet.layout import Layout
 from app.core.observe.applied import LAST_APPLIED
-from app.core.reconcile import sync
 from app.core.validate import costs, sizerule, validation
 from app.core.validate.costs import MiB
 from app.service.settings import Settings
@@ -30,6 +29,7 @@ from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.resources import kind_key
 from tests.support.size_shapes import (
     INLINE_LARGEST,

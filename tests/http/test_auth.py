@@ -15,11 +15,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import ValidationError
 
-from app.core.reconcile import sync
 from app.service import web
 from app.service.auth import BearerToken
 from app.service.settings import Settings, from_env
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.servers import AsgiClient, asgi_client, self_signed, serving
 
 TOKEN = "s3cr3t-token-for-tests"

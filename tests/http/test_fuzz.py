@@ -18,12 +18,12 @@ from app.core.model.errors import SpecError
 from app.core.model.kinds import CONFIG_MAP_TYPE
 from app.core.mxnet import names
 from app.core.observe import pods
-from app.core.reconcile import sync
 from app.core.validate.validation import validated_spec
 from app.integrations.gang import VOLCANO
 from app.service import web
 from app.service.settings import Settings
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.servers import AsgiClient, asgi_client
 
 NOW = s.NOW

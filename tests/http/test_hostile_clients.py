@@ -76,10 +76,10 @@ import app.core.reconcile
 _core = app.core.reconcile.sync_result
 
 
-def _crashing(request, now):
+def _crashing(request, now, integrations):
     if request["parent"]["metadata"]["name"] == "crash":
         raise TypeError("unhashable type: 'list'")
-    return _core(request, now)
+    return _core(request, now, integrations)
 
 
 app.core.reconcile.sync_result = _crashing

@@ -9,9 +9,9 @@ from typing import Any
 
 from app.core import reconcile
 from app.core.mxnet import kubeenv, mxconfig
-from app.core.reconcile import sync
 from tests.support import jobs as s
 from tests.support.golden_cases import released_0_1_0
+from tests.support.hooked import sync
 from tests.support.simcluster import SimCluster
 
 BEFORE = ("Pod.v1", "Service.v1")

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from app.core.model import kinds
-from app.core.reconcile import sync
 from tests.support import REPO
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 GOLDEN = REPO / "tests" / "golden"
 Case = tuple[dict[str, Any], datetime]

@@ -1,13 +1,13 @@
 """The children a job should have this sync, following the decision: its pods and Services by
 replica index and attempt, and the children one of each per job that go ahead of them."""
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from app.core.build import children
-from app.core.model.seam import Decision, PodUpdate, Say, Turn, add_to_pod, said
-from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType
+from app.core.model.seam import Decision, Heard, Turn, add_to_pod, heard
+from app.core.model.spec import CleanPodPolicy, MXJobSpec
 from app.core.model.values import parse_time, seconds_until
 from app.core.observe.pods import Attempt
 from app.core.observe.replicas import ObservedReplicas, Replica
@@ -25,9 +25,9 @@ def desired_children(
     """The children the job should have, and the resync delay its timers need; `turns`: the
     integrations' parts in the sync (app/core/model/seam.py), whose children these do not
     include."""
-    children, resync = _pods_and_services(job, owned, decision, now, said(turns))
-    children[:0] = _job_children(job, turns) if children else []
-    return children, resync
+    out, resync = _pods_and_services(job, owned, decision, now, heard(turns))
+    out[:0] = _job_children(job, turns) if out else []
+    return out, resync
 
 
 def _pods_and_services(
@@ -35,13 +35,12 @@ def _pods_and_services(
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    say: Say | None,
+    said: Heard,
 ) -> tuple[list[Child], int]:
     if not decision.finished:
-        if job.spec.runPolicy.suspend or (say is not None and say.wait):
+        if job.spec.runPolicy.suspend or said.wait:
             return [], 0
-        pod_sets = say.pod_sets if say is not None else {}
-        return _while_running(job, owned.replicas, pod_sets), decision.resync_after
+        return _while_running(job, owned.replicas, said), decision.resync_after
     if decision.finishing:
         return _of_attempts(job, owned.attempts, owned.replicas), 0
     ttl_left = _ttl_left(job.spec, decision, now)
@@ -64,7 +63,7 @@ def _job_children(job: children.JobContext, turns: Sequence[Turn]) -> list[Child
 def _while_running(
     job: children.JobContext,
     replicas: list[Replica],
-    pod_sets: Mapping[ReplicaType, PodUpdate],
+    said: Heard,
 ) -> list[Child]:
     """The pods and Services of a running job, in the answer's order: every pod, then every
     Service the job has (`JobContext.services`)."""
@@ -85,10 +84,9 @@ def _while_running(
                 children.pod(job, replica.rtype, replica.index, n, r)
                 for n, r in sorted(wanted.items())
             ]
-        admitted = pod_sets.get(replica.rtype)
-        if admitted is not None:
+        for update in said.pod_updates(replica.rtype):
             for built in pods[first:]:
-                add_to_pod(built, admitted)
+                add_to_pod(built, update)
         if job.has_service(replica.rtype):
             services.append(children.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services

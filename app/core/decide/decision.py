@@ -18,7 +18,7 @@ from app.core.model.conditions import (
     Condition,
     completion_time,
 )
-from app.core.model.seam import Decision, Say
+from app.core.model.seam import NOTHING_SAID, Decision, Heard, Say
 from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.core.model.values import format_time, parse_time, seconds_until
 from app.core.observe.pods import Attempt, describe_exit
@@ -41,10 +41,10 @@ def decide(
     replicas: list[Replica],
     previous: Previous,
     now: datetime,
-    say: Say | None = None,
+    heard: Heard = NOTHING_SAID,
 ) -> Decision:
-    """Conditions, start time and resync delay for a valid job; `say`: what an integration
-    (Kueue) says before the decision, if it says anything."""
+    """Conditions, start time and resync delay for a valid job; `heard`: what the integrations
+    say before the decision."""
     if previous.finished:
         # A finished job keeps the count it finished with, after clean-up too.
         recorded = previous.restart_count
@@ -57,10 +57,10 @@ def decide(
     )
     if spec.runPolicy.suspend:
         return Decision(_suspend(name, conds, at), None, 0, 0)
-    if say is not None:
+    for say in heard.says:
         conds = _said(say, conds, at)
-        if say.wait:
-            return Decision(conds, None, 0, 0)
+    if heard.wait:
+        return Decision(conds, None, 0, 0)
     if conditions.is_true(conds, conditions.SUSPENDED):
         resumed = f"MXJob {name} is resumed."
         conds = conditions.set_condition(
@@ -80,11 +80,12 @@ def decide(
 
 
 def _said(say: Say, conds: list[Condition], at: str) -> list[Condition]:
-    """The conditions after what an integration says: its Queued condition, and while the job
-    waits, like suspend, no pods, a Running job is no longer, and no start time until admitted."""
+    """The conditions after what an integration says: its own condition, and while the job
+    waits, like suspend, no pods, a Running job is no longer, and no start time until it may
+    run."""
     if say.condition is not None:
         conds = conditions.set_condition(
-            conds, conditions.QUEUED, *say.condition, at, new_message=True
+            conds, say.condition_type, *say.condition, at, new_message=True
         )
     if not say.wait:
         return conds

@@ -14,9 +14,8 @@ FAILED = "Failed"
 # Not terminal: an edit of a job that has children broke its spec; those children are kept
 # as they are until the spec is valid again, and the condition then goes away.
 INVALID_SPEC = "InvalidSpec"
-# Under Kueue: True while the job waits for its Workload to be admitted (docs/kueue.md).
-QUEUED = "Queued"
-TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED, INVALID_SPEC, QUEUED)
+# The core's condition types; an integration names its own (`seam.Integration`).
+TYPES = (CREATED, RUNNING, RESTARTING, SUSPENDED, SUCCEEDED, FAILED, INVALID_SPEC)
 
 REASON_CREATED = "MXJobCreated"
 REASON_RUNNING = "MXJobRunning"
@@ -36,13 +35,14 @@ _STATUSES = ("True", "False", "Unknown")
 _FIELDS = ("type", "status", "reason", "message", "lastUpdateTime", "lastTransitionTime")
 
 
-def well_formed(raw: Any) -> list[Condition]:
-    """The well-formed conditions of an observed status, one per type, in order."""
+def well_formed(raw: Any, types: tuple[str, ...] = TYPES) -> list[Condition]:
+    """The well-formed conditions of an observed status of these `types`, one per type, in
+    order."""
     if not isinstance(raw, list):
         return []
     out: dict[str, Condition] = {}
     for item in raw:
-        if isinstance(item, dict) and item.get("type") in TYPES and item.get("status") in _STATUSES:
+        if isinstance(item, dict) and item.get("type") in types and item.get("status") in _STATUSES:
             out.pop(item["type"], None)
             out[item["type"]] = {k: item[k] for k in _FIELDS if isinstance(item.get(k), str)}
     return list(out.values())

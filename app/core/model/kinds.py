@@ -5,7 +5,6 @@ CORE_API_VERSION = "v1"
 POD = "Pod"
 SERVICE = "Service"
 CONFIG_MAP = "ConfigMap"
-EVENT = "Event"
 
 MXJOB = "MXJob"
 MXJOB_API_VERSION = "kubeflow.org/v1"
@@ -19,7 +18,6 @@ def child_type(kind: str, api_version: str) -> str:
 POD_TYPE = child_type(POD, CORE_API_VERSION)
 SERVICE_TYPE = child_type(SERVICE, CORE_API_VERSION)
 CONFIG_MAP_TYPE = child_type(CONFIG_MAP, CORE_API_VERSION)
-EVENT_TYPE = child_type(EVENT, CORE_API_VERSION)
 
 
 def header(kind: str, api_version: str = CORE_API_VERSION) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The seam between the core and its integrations: how one joins a sync, what it says before
+"""The seam between the core and its integrations: what a sync decides (`Decision`), and how an
+integration, handed to the sync by the service (`Integration`), joins it, what it says before
 the decision, what it adds to the pods and the children it adds, read by the core without
 naming the integration."""
 
@@ -49,12 +50,15 @@ class PodUpdate(Protocol):
 
 
 class Say(Protocol):
-    """What an integration says before the decision: the Queued condition to set, as (status,
-    reason, message), or None to leave it; whether the job waits (no pods, Services or job
-    children); and what the pods of each replica type get."""
+    """What an integration says before the decision: its own condition (of `condition_type`)
+    to set, as (status, reason, message), or None to leave it; whether the job waits (no pods,
+    Services or job children); and what the pods of each replica type get."""
 
     @property
     def wait(self) -> bool: ...
+
+    @property
+    def condition_type(self) -> str: ...
 
     @property
     def condition(self) -> tuple[str, str, str] | None: ...
@@ -116,9 +120,28 @@ class TurnDefaults:
         return [], 0
 
 
-def said(turns: Sequence[Turn]) -> Say | None:
-    """What the first integration that says anything before the decision says, if one does."""
-    return next((turn.say for turn in turns if turn.say is not None), None)
+@dataclass(frozen=True)
+class Heard:
+    """All that the integrations that joined a sync said before the decision, in their order."""
+
+    says: tuple[Say, ...] = ()
+
+    @property
+    def wait(self) -> bool:
+        """Whether any of them holds the job: no pods, Services or job children."""
+        return any(say.wait for say in self.says)
+
+    def pod_updates(self, rtype: ReplicaType) -> list[PodUpdate]:
+        """What each of them adds to the pods of `rtype`."""
+        return [say.pod_sets[rtype] for say in self.says if rtype in say.pod_sets]
+
+
+NOTHING_SAID = Heard()
+
+
+def heard(turns: Sequence[Turn]) -> Heard:
+    """What every integration that says anything before the decision says."""
+    return Heard(tuple(turn.say for turn in turns if turn.say is not None))
 
 
 @dataclass(frozen=True)
@@ -136,3 +159,13 @@ class Joining:
 # How an integration joins a sync of a valid job: its Turn, or None when the controller does
 # not declare what it needs.
 Join = Callable[[Joining], Turn | None]
+
+
+@dataclass(frozen=True)
+class Integration:
+    """A guest of the core as the service hands it to a sync: its name, how it joins, and the
+    condition types it sets on the job, which the core keeps when it reads the status back."""
+
+    name: str
+    join: Join
+    condition_types: tuple[str, ...] = ()

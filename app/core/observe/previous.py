@@ -26,12 +26,15 @@ class Previous:
         return replace(self, conditions=conds, finished=conditions.finished(conds))
 
 
-def read_previous(status: dict[str, Any] | None, has_children: bool) -> Previous:
+def read_previous(
+    status: dict[str, Any] | None, has_children: bool, guest_types: tuple[str, ...] = ()
+) -> Previous:
     """The previous status, read once. An edit that broke the spec of a job that still has
     children made earlier versions fail it for good (MXJobInvalidSpec): that Failed condition is
-    dropped, and the job goes on as an edited one (docs/behaviour.md#validation)."""
+    dropped, and the job goes on as an edited one (docs/behaviour.md#validation). `guest_types`:
+    the condition types the integrations set, kept beside the core's."""
     status = status or {}
-    conds = conditions.well_formed(status.get("conditions"))
+    conds = conditions.well_formed(status.get("conditions"), conditions.TYPES + guest_types)
     failed = conditions.find(conds, conditions.FAILED)
     if has_children and failed and failed.get("reason") == REASON_INVALID:
         conds = conditions.without(conds, conditions.FAILED)

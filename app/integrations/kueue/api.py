@@ -54,6 +54,9 @@ MANAGED_NAMESPACE_LABEL = "kueue.mxjob-controller.kubeflow.org/manage-jobs-witho
 PODS_READY = "PodsReady"
 
 
+# The condition Kueue sets on the job: True while it waits for its Workload to be admitted
+# (docs/kueue.md); the reasons below are its.
+QUEUED = "Queued"
 REASON_QUEUED = "MXJobQueued"
 
 

@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from app.core.model import envelope
 from app.core.observe.applied import LAST_APPLIED, applied_configuration, kept_as_observed
-from app.core.reconcile import sync
 from tests.support import FIXTURES
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.resources import as_written
 
 FIXTURE = json.loads((FIXTURES / "ssa-children.json").read_text())

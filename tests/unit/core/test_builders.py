@@ -11,11 +11,11 @@ from app.core.build import children
 from app.core.model.errors import EnvError
 from app.core.model.spec import ReplicaType
 from app.core.mxnet import kubeenv, layout, mxconfig
-from app.core.reconcile import sync
 from app.core.render import render
 from app.core.validate.validation import validated_spec
 from tests.support import FIXTURES, REPO
 from tests.support.golden_cases import CASES
+from tests.support.hooked import sync
 from tests.support.jobs import NOW, container, replica, train_spec
 
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER

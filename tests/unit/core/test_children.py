@@ -86,6 +86,7 @@ class Said:
     """What an integration says before the decision (seam.Say)."""
 
     wait: bool = False
+    condition_type: str = "Held"
     condition: tuple[str, str, str] | None = None
     pod_sets: Mapping[ReplicaType, PodUpdate] = field(default_factory=dict)
 

@@ -8,8 +8,8 @@ import pytest
 
 from app.core.model import conditions
 from app.core.model.conditions import REASON_INVALID
-from app.core.reconcile import sync
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 RUNNING = s.pod_status("Running")
 FAR_FUTURE = "9999-12-31T23:59:59Z"

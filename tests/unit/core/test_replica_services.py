@@ -10,9 +10,9 @@ import pytest
 from app.core.build import children
 from app.core.model.spec import ReplicaType
 from app.core.mxnet.names import ANNOTATION_REPLICA_SERVICES, ReplicaServices
-from app.core.reconcile import sync
 from app.core.validate.validation import validated_spec
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 CONFIG_MAPS: dict[str, list[dict[str, Any]]] = {"ConfigMap.v1": []}
 ALL = ["mnist-scheduler-0", "mnist-server-0", "mnist-server-1", "mnist-worker-0", "mnist-worker-1"]

@@ -14,7 +14,6 @@ from app.core.model.errors import SpecError
 from app.core.model.spec import MXJobSpec
 from app.core.mxnet import mxconfig
 from app.core.mxnet.layout import Layout
-from app.core.reconcile import sync
 from app.core.validate import costs, sizerule, validation
 from app.core.validate.costs import MiB
 from app.core.validate.validation import normalise
@@ -23,6 +22,7 @@ from tests.support import jobs as s
 from tests.support.cel_size_rule import rule, sync_rule
 from tests.support.crd_admission import CRD_FILE, cel_errors
 from tests.support.golden_cases import released_0_1_0
+from tests.support.hooked import sync
 from tests.support.size_shapes import (
     BY_BYTES,
     BY_MX_CONFIG,

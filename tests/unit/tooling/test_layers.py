@@ -5,6 +5,7 @@ is passes, so the failure is the planted import's."""
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 UPWARD = [
     pytest.param("app/core/model/values.py", "app.core.reconcile", id="model-reads-reconcile"),
     pytest.param("app/core/observe/pods.py", "app.core.decide.decision", id="observe-reads-decide"),
-    pytest.param("app/core/mxnet/names.py", "app.core.validate.sizerule", id="mxnet-reads-validate"),
+    pytest.param(
+        "app/core/mxnet/names.py", "app.core.validate.sizerule", id="mxnet-reads-validate"
+    ),
     pytest.param("app/core/build/desired.py", "app.integrations.events", id="core-reads-a-guest"),
 ]
 
@@ -49,3 +52,9 @@ def test_an_upward_import_breaks_a_contract(tree: Path, module: str, upward: str
         path.write_text(before)
     assert broken.returncode != 0
     assert "BROKEN" in broken.stdout
+
+
+def test_no_contract_lets_an_import_into_or_out_of_the_core_through() -> None:
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    ignored = [i for c in contracts["contracts"] for i in c.get("ignore_imports", [])]
+    assert [i for i in ignored if "app.core" in i] == []
