@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from app.core.validate import costs
-from app.service import admission, errors, replies, web
+from app.service import errors, intake, replies, web
 from app.service.jsonlog import CURRENT_JOB, JsonFormatter
 from app.service.settings import Settings
 from tests.support import jobs as s
@@ -270,4 +270,4 @@ def test_only_small_jobs_are_answered_on_the_event_loop(spec: Any, inline: bool)
     body = s.request(s.mxjob(spec) if spec is not None else s.mxjob(s.train_spec()))
     if spec is None:
         del body["parent"]["spec"]
-    assert admission._few_replicas(body) is inline
+    assert intake._few_replicas(body) is inline

@@ -102,8 +102,8 @@ def test_the_conditions_follow_the_replicas(
 
 def test_the_deadline_fails_a_job_that_ran_too_long() -> None:
     started = format_time(s.NOW - timedelta(seconds=61))
-    status = {"conditions": [s.condition("Created", "True", "MXJobCreated", started, "")]}
-    status["startTime"] = started
+    created = s.condition("Created", "True", "MXJobCreated", started, "")
+    status = {"conditions": [created], "startTime": started}
     made = decided(train(activeDeadlineSeconds=60), [replica(SCHEDULER, "Running")], status)
     assert states(made)["Failed"] == ("True", "DeadlineExceeded")
     assert (made.finished, made.finishing, made.cleanup) == (True, True, CleanPodPolicy.RUNNING)

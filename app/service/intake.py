@@ -1,9 +1,9 @@
-"""Admission control: who may call, how many bytes may be in flight, the read deadlines, and
-where and when a sync runs."""
+"""The intake of the hook's requests: who may call, how many bytes may be in flight, the read
+deadlines, and where and when a sync (or a customize request) runs."""
 
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +16,7 @@ from app.service import settings
 from app.service.auth import BearerToken
 from app.service.budget import ByteBudget
 from app.service.errors import ClientGone, Refused
-from app.service.replies import Reply, parse, parse_and_answer, reply
+from app.service.replies import Reply, customized, parse, parse_and_answer, reply
 
 # A request larger than this (or of unknown length) is read and answered one at a time.
 LARGE_BODY = 8 * 1024 * 1024
@@ -31,10 +31,10 @@ INLINE_BODY = 64 * 1024
 INLINE_REPLICAS = 16
 
 
-class Admission:
-    """The limits on /sync: who may call, how many bytes may be in flight, and where and when a
-    sync runs (all but the smallest one at a time off the event loop, so probes still answer;
-    docs/reliability.md#concurrency-and-memory)."""
+class Intake:
+    """The limits on /sync and /customize: who may call, how many bytes may be in flight, and
+    where and when a sync runs (all but the smallest one at a time off the event loop, so probes
+    still answer; docs/reliability.md#concurrency-and-memory)."""
 
     def __init__(self, config: settings.Settings, token: BearerToken) -> None:
         self.config, self.token = config, token
@@ -75,21 +75,34 @@ class Admission:
         finally:
             self.one_at_a_time.release()
 
-    async def answer(self, request: Request) -> Reply:
-        """Admit the request, read its body, and sync: on the event loop if it is small."""
+    @contextlib.asynccontextmanager
+    async def taken_in(self, request: Request) -> AsyncIterator[tuple[bytearray, float]]:
+        """Admit the request and read its body: the body, and the deadline its answer must
+        meet; what it holds of the budget is given back when the block ends."""
         config = self.config
         arrived = time.monotonic()
         deadline = arrived + config.webhook_timeout_seconds
         async with contextlib.AsyncExitStack() as stack:
             await self.admit(request, deadline, stack)
-            body = await read_body(request, config, arrived + config.read_seconds)
-            now = config.frozen_clock or datetime.now(UTC)
+            yield await read_body(request, config, arrived + config.read_seconds), deadline
+
+    async def answer(self, request: Request) -> Reply:
+        """Take the request in and sync: on the event loop if it is small."""
+        async with self.taken_in(request) as (body, deadline):
+            now = self.config.frozen_clock or datetime.now(UTC)
             if len(body) > INLINE_BODY:
                 return await self.compute(request, deadline, lambda: parse_and_answer(body, now))
             parsed = parse(body)
             if _few_replicas(parsed):
                 return reply(parsed, now, len(body))
             return await self.compute(request, deadline, lambda: reply(parsed, now, len(body)))
+
+    async def customize(self, request: Request) -> Reply:
+        """Take a customize request in and answer it: off the event loop if it is large."""
+        async with self.taken_in(request) as (body, deadline):
+            if len(body) > INLINE_BODY:
+                return await self.compute(request, deadline, lambda: customized(body))
+            return customized(body)
 
 
 async def _wait_or_expire(deadline: float, wait: Callable[[], Awaitable[object]]) -> None:
