@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.core import kubeenv
-from app.core.errors import EnvError
+from app.core.model.errors import EnvError
+from app.core.mxnet import kubeenv
 from e2e import images
 from localcluster import apiserver, kubelet
 from localcluster.kubelet import MAIN_CONTAINER
@@ -98,8 +98,8 @@ class _ConfigMapsByName(Mapping[str, Mapping[str, Any]]):
 
 
 def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[str, str]:
-    """The container's env as the kubelet resolves and expands it (app.core.kubeenv, shared with
-    `render --expand` and the tests). Headless Services give no service variables."""
+    """The container's env as the kubelet resolves and expands it (app.core.mxnet.kubeenv,
+    shared with `render --expand` and the tests). Headless Services give no service variables."""
     try:
         return kubeenv.resolve(container, _ConfigMapsByName(config_maps))
     except EnvError as err:
@@ -107,7 +107,7 @@ def container_env(container: dict[str, Any], config_maps: ConfigMaps) -> dict[st
 
 
 def expand(value: str, env: dict[str, str]) -> str:
-    """Kubernetes' `$(VAR)` expansion of a command or argument (app.core.kubeenv)."""
+    """Kubernetes' `$(VAR)` expansion of a command or argument (app.core.mxnet.kubeenv)."""
     return kubeenv.expand(value, env)
 
 

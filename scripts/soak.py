@@ -31,13 +31,13 @@ from typing import IO, Any
 import httpx
 import orjson
 
-from app.core.children import LAST_APPLIED
-from app.core.kinds import CONFIG_MAP_TYPE
-from app.core.reconcile import sync
+from app.core.model.kinds import CONFIG_MAP_TYPE
+from app.core.observe.applied import LAST_APPLIED
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
 from scripts.bench.workloads import SIZES, running_job_request
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 ROOT = Path(__file__).parent.parent
 HOST = "127.0.0.1"  # loopback only, by design: there is no option to point this elsewhere

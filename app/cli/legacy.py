@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from app.core.normalise import LEGACY_RUN_POLICY_FIELDS
-from app.core.spec import BY_LOWERED
+from app.core.model.spec import BY_LOWERED
+from app.core.validate.validation import LEGACY_RUN_POLICY_FIELDS
 
 
 def legacy_notes(job: Any) -> list[str]:

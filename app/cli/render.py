@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.cli.legacy import legacy_notes
 from app.cli.schema import unknown_fields
-from app.core.errors import RenderError
+from app.core.model.errors import RenderError
 from app.core.render import manifests, render_documents
 
 

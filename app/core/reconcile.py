@@ -1,20 +1,26 @@
-"""The sync hook as a pure function: observed state and `now` in, desired state out."""
+"""The sync hook as a pure function: observed state, `now` and the integrations that may join
+in, desired state out."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.core import builders, children, conditions, envelope, kinds, observed, status
-from app.core.decide import decide
-from app.core.envelope import ObjectMeta
-from app.core.errors import SpecError
-from app.core.layout import NO_PODS, layout_for
-from app.core.mxconfig import config_map_name
-from app.core.seam import Joining, Turn, said
-from app.core.spec import MXJobSpec, ReplicaType
-from app.core.times import sooner
-from app.core.validation import replica_services, validated_spec
-from app.integrations import AT_THE_SEAM
+from app.core.build import children
+from app.core.build.desired import Child, desired_children
+from app.core.decide import status
+from app.core.decide.decision import decide
+from app.core.model import conditions, envelope, kinds
+from app.core.model.envelope import ObjectMeta
+from app.core.model.errors import SpecError
+from app.core.model.seam import Integration, Joining, Turn, heard
+from app.core.model.spec import MXJobSpec, ReplicaType
+from app.core.model.values import sooner
+from app.core.mxnet.layout import NO_PODS, layout_for
+from app.core.mxnet.mxconfig import config_map_name
+from app.core.observe import applied, replicas
+from app.core.observe.previous import Previous, read_previous
+from app.core.validate.validation import replica_services, validated_spec
 
 
 @dataclass(frozen=True)
@@ -29,22 +35,27 @@ class SyncResult:
     invalid_spec: bool
 
 
-def sync(body: Any, now: datetime) -> dict[str, Any]:
-    """The answer to one sync request. Raises errors.BadRequest for anything that is not
+Integrations = Sequence[Integration]
+
+
+def sync(body: Any, now: datetime, integrations: Integrations) -> dict[str, Any]:
+    """The answer to one sync request, with these `integrations` joining in where the
+    controller declares what they need. Raises errors.BadRequest for anything that is not
     one."""
-    return sync_result(body, now).answer
+    return sync_result(body, now, integrations).answer
 
 
-def sync_result(body: Any, now: datetime) -> SyncResult:
+def sync_result(body: Any, now: datetime, integrations: Integrations) -> SyncResult:
     """Answer one sync request, in the order of docs/behaviour.md: read the request and the
     previous status, check the spec, decide the status from what was observed, then build
     the children. Raises errors.BadRequest for anything that is not a sync request."""
     request = envelope.read_request(body)
     meta = request.parent.metadata
     has_children = request.has_pods_or_services()
-    previous = status.read_previous(request.parent.status, has_children)
+    guests = tuple(t for i in integrations for t in i.condition_types)
+    previous = read_previous(request.parent.status, has_children, guests)
     config_map = request.declares(kinds.CONFIG_MAP_TYPE)
-    pods = observed.read_pods(request.children.get(kinds.POD_TYPE, {}), meta.name)
+    pods = replicas.read_pods(request.children.get(kinds.POD_TYPE, {}), meta.name)
     try:
         layout = layout_for(config_map, pods.config_map_use)
         fresh = layout_for(config_map, NO_PODS)
@@ -52,11 +63,11 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         services = replica_services(_extra(meta, "annotations"), spec)
     except SpecError as err:
         job_status = status.of_invalid_job(meta.name, str(err), previous, has_children, now)
-        return _result(meta, job_status, children.kept_as_observed(request), 0, replicas=0)
+        return _result(meta, job_status, applied.kept_as_observed(request), 0, replicas=0)
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
-    owned = observed.owned(pods, lambda: request.observed(kinds.SERVICE_TYPE), meta.name, spec)
-    job = builders.job_context(
+    owned = replicas.owned(pods, lambda: request.observed(kinds.SERVICE_TYPE), meta.name, spec)
+    job = children.job_context(
         meta.name,
         meta.namespace,
         spec,
@@ -64,15 +75,15 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
         observed=pods.config_map_use,
         services=services,
     )
-    turns = _joined(request, spec, previous, job)
+    turns = _joined(integrations, request, spec, previous, job)
     job = _fitted(job, turns)
-    decision = decide(meta.name, spec, owned.replicas, previous, now, said(turns))
+    decision = decide(meta.name, spec, owned.replicas, previous, now, heard(turns))
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so
         # the first answer is the status alone; writing it brings the sync that asks for all.
         return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
-    desired, resync = children.desired(job, owned, decision, now, turns)
+    desired, resync = desired_children(job, owned, decision, now, turns)
     resync = sooner(resync, _config_map_retry(request, pods.any_pod, desired, meta.name))
     for turn in turns:
         added, wait = turn.children(decision, now)
@@ -82,27 +93,28 @@ def sync_result(body: Any, now: datetime) -> SyncResult:
 
 
 def _joined(
+    integrations: Integrations,
     request: envelope.SyncRequest,
     spec: MXJobSpec,
-    previous: status.Previous,
-    job: builders.JobContext,
+    previous: Previous,
+    job: children.JobContext,
 ) -> list[Turn]:
-    """The integrations' turns in the sync, in AT_THE_SEAM's order. The first pods one reads
+    """The integrations' turns in the sync, in the order they are given. The first pods one reads
     (a Workload's pod sets) are fitted by those that joined before it."""
     turns: list[Turn] = []
 
     def first_pod(rtype: ReplicaType) -> dict[str, Any]:
-        return builders.pod(_fitted(job, turns), rtype, 0, 0, 0)
+        return children.pod(_fitted(job, turns), rtype, 0, 0, 0)
 
     joining = Joining(request, spec, previous.conditions, previous.finished, first_pod)
-    for join in AT_THE_SEAM:
-        turn = join(joining)
+    for integration in integrations:
+        turn = integration.join(joining)
         if turn is not None:
             turns.append(turn)
     return turns
 
 
-def _fitted(job: builders.JobContext, turns: list[Turn]) -> builders.JobContext:
+def _fitted(job: children.JobContext, turns: list[Turn]) -> children.JobContext:
     """The job's context with what these turns add to every pod."""
     return replace(job, fits=tuple(turn.fit_pod for turn in turns))
 
@@ -113,7 +125,7 @@ CONFIG_MAP_RETRY_SECONDS = 30
 
 
 def _config_map_retry(
-    request: envelope.SyncRequest, any_pod: bool, desired: list[children.Child], name: str
+    request: envelope.SyncRequest, any_pod: bool, desired: list[Child], name: str
 ) -> int:
     """CONFIG_MAP_RETRY_SECONDS while the job's pods exist and the ConfigMap the answer asks
     for does not (docs/security.md, "The job's ConfigMap"), else 0."""
@@ -128,7 +140,7 @@ def _config_map_retry(
     return CONFIG_MAP_RETRY_SECONDS if asked else 0
 
 
-def _first(request: envelope.SyncRequest, previous: status.Previous) -> bool:
+def _first(request: envelope.SyncRequest, previous: Previous) -> bool:
     """A job's first sync: no condition yet and no child of any type."""
     return not previous.conditions and not any(request.children.values())
 
@@ -141,7 +153,7 @@ def _extra(meta: ObjectMeta, key: str) -> Any:
 def _result(
     meta: ObjectMeta,
     job_status: dict[str, Any],
-    desired: list[children.Child],
+    desired: list[Child],
     resync: int,
     replicas: int,
 ) -> SyncResult:

@@ -6,10 +6,11 @@ from typing import Any, TypedDict, Unpack
 
 import yaml
 
-from app.core import kinds, kubeenv
-from app.core.errors import BadRequest, EnvError, RenderError
+from app.core.decide.status import invalid_spec_messages
+from app.core.model import kinds
+from app.core.model.errors import BadRequest, EnvError, RenderError
+from app.core.mxnet import kubeenv
 from app.core.reconcile import sync
-from app.core.status import invalid_spec_messages
 
 # What the CompositeController in metacontroller/ declares.
 CHILD_TYPES = (kinds.CONFIG_MAP_TYPE, kinds.POD_TYPE, kinds.SERVICE_TYPE)
@@ -95,10 +96,11 @@ def _render_one(
         job = job | {"metadata": meta | {"namespace": namespace}}
     request = {"parent": job, "children": {kind: {} for kind in child_types}}
     try:
-        answer = sync(request, now)
+        # The CompositeController's child types here include none an integration needs.
+        answer = sync(request, now, ())
         if not answer["children"]:
             # A new job's first answer is its status alone: the sync its write brings creates.
-            answer = sync(request | {"parent": job | {"status": answer["status"]}}, now)
+            answer = sync(request | {"parent": job | {"status": answer["status"]}}, now, ())
     except BadRequest as err:
         raise RenderError(f"document {n + 1}: {err}") from None
     return [job | {"status": answer["status"]}, *answer["children"]]

@@ -4,14 +4,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import conditions, kinds, names
-from app.core.decision import Decision
-from app.core.envelope import ObjectMeta, SyncRequest
-from app.core.seam import Joining, TurnDefaults
-from app.core.times import parse_time, seconds_until
+from app.core.model import conditions, kinds
+from app.core.model.envelope import ObjectMeta, SyncRequest
+from app.core.model.seam import Decision, Integration, Joining, TurnDefaults
+from app.core.model.values import parse_time, seconds_until
+from app.core.mxnet import names
 
+EVENT = "Event"
 # Declared by manifests/components/events.
-CHILD_TYPE = kinds.EVENT_TYPE
+CHILD_TYPE = kinds.child_type(EVENT, kinds.CORE_API_VERSION)
 # Metacontroller recreates a desired child that vanishes, so an Event must stop being desired
 # before the API server expires it (--event-ttl, 1 h by default). The hook asks for the sync
 # that drops it (`expiry_in`): nothing else may sync a job at rest before its Events expire.
@@ -93,7 +94,7 @@ def _envelope(parent: ObjectMeta, name: str) -> dict[str, Any]:
     involved = kinds.header(kinds.MXJOB, kinds.MXJOB_API_VERSION) | {"name": parent.name}
     # kubectl describe finds a job's Events by involvedObject namespace, name, kind and uid.
     involved |= {k: v for k, v in (("namespace", parent.namespace), ("uid", parent.uid)) if v}
-    return kinds.header(kinds.EVENT) | {
+    return kinds.header(EVENT) | {
         "metadata": {
             "name": name,
             "labels": names.job_labels(parent.name),
@@ -132,3 +133,6 @@ class EventsTurn(TurnDefaults):
 def join(sync: Joining) -> EventsTurn | None:
     """The Events' turn in a sync: None unless the controller declares Event children."""
     return EventsTurn(sync.request) if sync.request.declares(CHILD_TYPE) else None
+
+
+INTEGRATION = Integration("events", join)

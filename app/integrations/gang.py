@@ -4,10 +4,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.core import kinds, names
-from app.core.envelope import SyncRequest
-from app.core.seam import Joining, TurnDefaults
-from app.core.spec import MXJobSpec
+from app.core.model import kinds
+from app.core.model.envelope import SyncRequest
+from app.core.model.seam import Integration, Joining, TurnDefaults
+from app.core.model.spec import MXJobSpec
+from app.core.mxnet import names
 
 POD_GROUP = "PodGroup"
 
@@ -101,3 +102,6 @@ def join(sync: Joining) -> GangTurn | None:
     """The gang scheduler's turn in a sync: None unless the controller declares PodGroups."""
     gang = declared(sync.request.declares)
     return GangTurn(gang, sync.request, sync.spec) if gang is not None else None
+
+
+INTEGRATION = Integration("gang", join)

@@ -1,6 +1,6 @@
-"""What the web service refuses or fails at, besides the core's errors (app/core/errors.py)."""
+"""What the web service refuses or fails at, besides the core's (app/core/model/errors.py)."""
 
-from app.core.envelope import JobId
+from app.core.model.envelope import JobId
 
 
 class Refused(Exception):

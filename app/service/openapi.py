@@ -5,7 +5,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
-from app.core.envelope import SyncRequest
+from app.core.model.envelope import SyncRequest
 from app.service.auth import BearerToken
 
 _DETAIL = {

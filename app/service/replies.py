@@ -8,18 +8,18 @@ from typing import Any
 
 import orjson
 
-from app.core import envelope
-from app.core.envelope import JobId
-from app.core.errors import BadRequest
-from app.core.parsecost import (
+from app.core.model import envelope
+from app.core.model.envelope import JobId
+from app.core.model.errors import BadRequest
+from app.core.reconcile import SyncResult, sync_result
+from app.core.validate.costs import (
     PARSE_BUDGET,
     PARSE_COST_PER_CONTAINER,
     PARSE_COST_PER_VALUE,
     MiB,
     parse_cost,
 )
-from app.core.reconcile import SyncResult, sync_result
-from app.integrations import kueue
+from app.integrations import INTEGRATIONS, kueue
 from app.service.errors import Crashed, Refused
 
 
@@ -89,7 +89,7 @@ def reply(parsed: Any, now: datetime, body_bytes: int) -> Reply:
     """Sync and serialize a parsed request. A TypeError from the core is a bug like any
     other, however much it looks like the serializer's (orjson's error is one)."""
     try:
-        result = sync_result(parsed, now)
+        result = sync_result(parsed, now, INTEGRATIONS)
     except BadRequest as err:
         return Refused(422, "bad_request", str(err), envelope.job_of(parsed))
     except Exception:

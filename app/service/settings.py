@@ -10,7 +10,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails
 
-from app.core.parsecost import MiB
+from app.core.validate.costs import MiB
 from app.service.errors import SettingsError
 
 PREFIX = "MXJOB_"
@@ -22,7 +22,7 @@ class Settings(BaseModel):
     frozen_clock: datetime | None = None
     # Largest request body accepted; larger ones get 413 before they are read. Validation
     # admits only jobs whose sync request, once every child exists, is estimated at no more
-    # than 48 MiB (app/core/sizerule.py, the size rule; docs/reliability.md has the sizes
+    # than 48 MiB (app/core/validate/sizerule.py, the size rule; docs/reliability.md has the sizes
     # measured). The rest is headroom for what others add to children.
     max_body_bytes: int = Field(default=64 * MiB, gt=0)
     # A sync that takes longer than this is logged as a warning (Metacontroller gives up at

@@ -1,8 +1,8 @@
 """The thin HTTP layer: the ASGI app and its routes; each answer logged and counted."""
 
-import contextlib
 import logging
 import time
+from collections.abc import Awaitable
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -11,9 +11,9 @@ from starlette.requests import ClientDisconnect
 
 from app import __version__
 from app.service import metrics, settings
-from app.service.admission import INLINE_BODY, Admission, read_body
 from app.service.auth import BearerToken
 from app.service.errors import ClientGone, Crashed, Refused
+from app.service.intake import INLINE_BODY, Intake
 from app.service.jsonlog import CURRENT_JOB, LOGGER
 from app.service.openapi import (
     CUSTOMIZE_DOC,
@@ -24,7 +24,7 @@ from app.service.openapi import (
     add_openapi,
 )
 from app.service.pieces import Pieces
-from app.service.replies import Answer, customized
+from app.service.replies import Answer, Reply
 
 log = logging.getLogger(f"{LOGGER}.sync")
 
@@ -42,34 +42,30 @@ def create_app(config: settings.Settings) -> FastAPI:
         docs_url=None if token.enabled else "/docs",
         redoc_url=None if token.enabled else "/redoc",
     )
-    admission = Admission(config, token)
-    _add_sync(app, config, admission)
-    _add_customize(app, config, admission)
+    intake = Intake(config, token)
+    _add_sync(app, config, intake)
+    _add_customize(app, intake)
     add_openapi(app, token)
     _add_probes(app)
     return app
 
 
-def _add_sync(app: FastAPI, config: settings.Settings, admission: Admission) -> None:
+def _add_sync(app: FastAPI, config: settings.Settings, intake: Intake) -> None:
     """POST /sync: admit, answer, log and count, and hand the answer over in pieces."""
 
     @app.post("/sync", openapi_extra=SYNC_DOC, responses=SYNC_RESPONSES, response_model=None)
     async def sync_hook(request: Request) -> Response:
         started = time.perf_counter()
-        try:
-            done = await admission.answer(request)
-        except (Refused, ClientDisconnect, ClientGone) as err:
-            return _failed(err, time.perf_counter() - started)
+        done = await _answered(intake.answer(request), started)
         if not isinstance(done, Answer):
-            # Not raised: this frame would hold the error, and its traceback this frame.
-            return _failed(done, time.perf_counter() - started)
+            return done
         CURRENT_JOB.set(done.job)
         seconds = time.perf_counter() - started
         size = len(done.body) if len(done.body) > INLINE_BODY else 0
-        admission.budget.force(size)
+        intake.budget.force(size)
 
         def taken(whole: bool) -> None:
-            admission.budget.release(size)
+            intake.budget.release(size)
             if whole:
                 _log_answer(done, seconds, config.slow_sync_seconds)
                 metrics.observe(done.outcome, seconds)
@@ -79,7 +75,7 @@ def _add_sync(app: FastAPI, config: settings.Settings, admission: Admission) -> 
         return Pieces(done.body, taken)
 
 
-def _add_customize(app: FastAPI, config: settings.Settings, admission: Admission) -> None:
+def _add_customize(app: FastAPI, intake: Intake) -> None:
     """POST /customize: Metacontroller's customize hook, with the Kueue component
     (docs/kueue.md). Checked and read like /sync (token, size and time limits, 4xx for what is
     not a request); the answer is the same for every job."""
@@ -91,23 +87,23 @@ def _add_customize(app: FastAPI, config: settings.Settings, admission: Admission
         response_model=None,
     )
     async def customize_hook(request: Request) -> Response:
-        started = time.perf_counter()
-        arrived = time.monotonic()
-        try:
-            async with contextlib.AsyncExitStack() as stack:
-                await admission.admit(request, arrived + config.webhook_timeout_seconds, stack)
-                body = await read_body(request, config, arrived + config.read_seconds)
-                if len(body) > INLINE_BODY:
-                    deadline = arrived + config.webhook_timeout_seconds
-                    done = await admission.compute(request, deadline, lambda: customized(body))
-                else:
-                    done = customized(body)
-        except (Refused, ClientDisconnect, ClientGone) as err:
-            return _failed(err, time.perf_counter() - started)
+        done = await _answered(intake.customize(request), time.perf_counter())
         if not isinstance(done, Answer):
-            return _failed(done, time.perf_counter() - started)
+            return done
         log.info("customize answered", extra={"status": 200, "body_bytes": done.body_bytes})
         return Response(done.body, media_type="application/json")
+
+
+async def _answered(reply: Awaitable[Reply], started: float) -> Answer | Response:
+    """The answer, or what a request refused, crashed or left by its client gets instead."""
+    try:
+        done = await reply
+    except (Refused, ClientDisconnect, ClientGone) as err:
+        return _failed(err, time.perf_counter() - started)
+    if not isinstance(done, Answer):
+        # Not raised: this frame would hold the error, and its traceback this frame.
+        return _failed(done, time.perf_counter() - started)
+    return done
 
 
 def _add_probes(app: FastAPI) -> None:

@@ -18,12 +18,13 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from scripts.bench.client import Run, first_answer, load
+from scripts.bench.client import first_answer, load
 from scripts.bench.plots import plot, plot_sizes
 from scripts.bench.report import END, START, report, write_doc
+from scripts.bench.results import Result, SizeResult
 from scripts.bench.servers import ROOT, STACKS, Server, running, serve
 from scripts.bench.workloads import SIZES, Payload, Size, answer, payload, time_phases
 
@@ -64,25 +65,6 @@ class Counts:
         if total >= 16 * self.rounds:
             return total // self.rounds
         return total if round_ == 0 else 0
-
-
-@dataclass
-class SizeResult:
-    payload: Payload
-    phases: dict[str, list[float]] = field(default_factory=dict)
-    runs: dict[tuple[str, int], Run] = field(default_factory=dict)
-    same_answer: bool = True
-
-    def run(self, kind: str, concurrency: int) -> Run:
-        return self.runs.setdefault((kind, concurrency), Run())
-
-
-@dataclass
-class Result:
-    sizes: list[SizeResult]
-    memory: dict[str, list[tuple[int, int]]]
-    memory_size: Size
-    seconds: float = 0.0
 
 
 def measure(args: argparse.Namespace) -> Result:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scripts.bench.report import _ms, size_fit
-
-if TYPE_CHECKING:
-    from scripts.bench.hook import Result
+from scripts.bench.results import Result
 
 
 def plot(result: Result, path: Path) -> None:

@@ -11,13 +11,10 @@ import subprocess
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from scripts.bench.client import Run
+from scripts.bench.results import Result, SizeResult
 from scripts.bench.servers import ROOT, SHIPPED, STACKS
-
-if TYPE_CHECKING:
-    from scripts.bench.hook import Result, SizeResult
 
 CONCURRENCY = (1, 16)
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"

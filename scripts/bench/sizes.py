@@ -25,11 +25,11 @@ from pathlib import Path
 
 import orjson
 
-from app.core.parsecost import MiB
-from app.core.reconcile import sync
+from app.core.validate.costs import MiB
 from localcluster.ports import free_port
 from scripts.bench.workloads import Size, running_job_request
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 HOST = "127.0.0.1"
 JOBS = [

@@ -12,10 +12,10 @@ from typing import Any
 import orjson
 import yaml
 
-from app.core.children import LAST_APPLIED
-from app.core.kinds import CONFIG_MAP_TYPE
-from app.core.reconcile import sync
+from app.core.model.kinds import CONFIG_MAP_TYPE
+from app.core.observe.applied import LAST_APPLIED
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 ROOT = Path(__file__).resolve().parents[2]
 

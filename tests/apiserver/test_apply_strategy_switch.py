@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from app.core.children import LAST_APPLIED
+from app.core.observe.applied import LAST_APPLIED
 from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.realstack import (

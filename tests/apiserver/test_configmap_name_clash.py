@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from app.core import kubeenv, mxconfig
-from app.core.errors import EnvError
+from app.core.model.errors import EnvError
+from app.core.mxnet import kubeenv, mxconfig
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import FIXTURES

@@ -11,7 +11,7 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from app.core.sizerule import MAX_REPLICAS
+from app.core.validate.sizerule import MAX_REPLICAS
 from localcluster.apiserver import ApiServer, Binaries, KubectlError
 from localcluster.crds import MXJOB, MXJOB_CRD, install_crds
 from scripts import crd_pod_template

@@ -3,7 +3,7 @@ against the shipped one, under the real Metacontroller: the size rule of the lay
 refuses at creation a job whose syncs could never be answered inline, which the shipped
 controller runs; and user text with `$` in it reaches every process exactly as written in
 either layout, the pods as the API server stores them resolved as the kubelet resolves them
-(app/core/kubeenv.py)."""
+(app/core/mxnet/kubeenv.py)."""
 
 import json
 from collections.abc import Iterator
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from app.core import kubeenv, mxconfig
+from app.core.mxnet import kubeenv, mxconfig
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for

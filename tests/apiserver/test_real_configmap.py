@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from app.core import kubeenv, mxconfig
+from app.core.mxnet import kubeenv, mxconfig
 from localcluster.ports import free_port
 from localcluster.realstack import install_controller
 from localcluster.rest import Rest

@@ -1,4 +1,4 @@
-"""The size rule's estimate of a replica (app/core/sizerule.py, `replica_sync_bytes`) against what
+"""The size rule's estimate of a replica (app/core/validate/sizerule.py, `replica_sync_bytes`) against what
 the real Metacontroller sends for it, under its default apply strategy and as shipped
 (server-side apply): a small job of each template shape runs on the real API server, and a
 running replica's pod and Service, as the API server returns them with managedFields (what
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import orjson
 import pytest
 
-from app.core import parsecost, sizerule
+from app.core.validate import costs, sizerule
 from localcluster.rest import Rest
 from tests.support import jobs as s
 from tests.support.scenario import run_job
@@ -66,7 +66,7 @@ def test_the_estimate_bounds_a_replica_as_metacontroller_sends_it(
     assert measured <= estimate
 
     for sample, sent in (("smallest", smallest_json), (shape, measured_json)):
-        cost = parsecost.parse_cost(sent)
+        cost = costs.parse_cost(sent)
         cost_estimate = sizerule.replica_parse_cost(NAME, template(sample))
         figure(
             f"{strategy}, {sample}: parse cost measured {cost:,}, estimate {cost_estimate:,} "

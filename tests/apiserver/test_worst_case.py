@@ -1,4 +1,4 @@
-"""The largest jobs validation admits (the size rule, app/core/sizerule.py), synced once every
+"""The largest jobs validation admits (the size rule, app/core/validate/sizerule.py), synced once every
 child exists: the real API server admits each through the CRD, its children are what the API
 server and Metacontroller make of them (tests/support/worst_case.py), and the whole sync
 request goes through the real hook (`python -m app serve`, default settings) within its body
@@ -19,17 +19,17 @@ from typing import Any
 import orjson
 import pytest
 
-from app.core import parsecost, sizerule, validation
-from app.core.children import LAST_APPLIED
-from app.core.errors import SpecError
-from app.core.layout import Layout
-from app.core.parsecost import MiB
-from app.core.reconcile import sync
+from app.core.model.errors import SpecError
+from app.core.mxnet.layout import Layout
+from app.core.observe.applied import LAST_APPLIED
+from app.core.validate import costs, sizerule, validation
+from app.core.validate.costs import MiB
 from app.service.settings import Settings
 from localcluster.apiserver import ApiServer, KubectlError
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.resources import kind_key
 from tests.support.size_shapes import (
     INLINE_LARGEST,
@@ -130,18 +130,18 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
     cost_estimate = sizerule.sync_request_parse_cost(name, typed, None, layout)
     assert cost_estimate <= sizerule.MAX_SYNC_PARSE_COST
     ssa = orjson.dumps(_without_last_applied(request))
-    costs = {
-        "dynamic-apply": parsecost.parse_cost(body),
-        "server-side apply": parsecost.parse_cost(ssa),
+    peaks = {
+        "dynamic-apply": costs.parse_cost(body),
+        "server-side apply": costs.parse_cost(ssa),
     }
-    for strategy, cost in costs.items():
+    for strategy, cost in peaks.items():
         print(
             f"\n{strategy}: parse cost {cost / MiB:.0f} MiB (estimate "
-            f"{cost_estimate / MiB:.0f} MiB), {parsecost.PARSE_BUDGET / cost:.2f}x within the "
+            f"{cost_estimate / MiB:.0f} MiB), {costs.PARSE_BUDGET / cost:.2f}x within the "
             "budget"
         )
         assert cost <= cost_estimate
-        assert cost * 21 // 20 <= parsecost.PARSE_BUDGET
+        assert cost * 21 // 20 <= costs.PARSE_BUDGET
     url, pid = hook
     status, answer, seconds = _post(url, body)
     assert status == 200

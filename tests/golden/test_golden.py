@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from app.core.reconcile import sync
 from tests.support.golden_cases import CASES, paths, times
+from tests.support.hooked import sync
 
 NOW = times()
 

@@ -25,9 +25,9 @@ from app.service.settings import Settings
 from tests.support import jobs as s
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
-# Small, but a job of more than admission.INLINE_REPLICAS replicas: answered in the worker thread.
+# Small, but a job of more than intake.INLINE_REPLICAS replicas: answered in the worker thread.
 THREADED = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec(4, 20)))))
-# A body between admission.INLINE_BODY and admission.LARGE_BODY: counted against the byte budget.
+# A body between intake.INLINE_BODY and intake.LARGE_BODY: counted against the byte budget.
 MEDIUM = orjson.dumps(
     s.after_first(s.request(s.mxjob(s.train_spec()))) | {"padding": "x" * 200_000}
 )
@@ -211,13 +211,13 @@ def test_bodies_over_the_byte_budget_get_429_until_bytes_are_released() -> None:
     log = _run_with(app, [(0, first), (0.05, second), (0.05, small)], release, [third])
     assert second.status == 429
     assert (second.headers["retry-after"], second.headers["connection"]) == ("1", "close")
-    assert small.status == 200  # at most admission.INLINE_BODY bytes: never waits for the budget
+    assert small.status == 200  # at most intake.INLINE_BODY bytes: never waits for the budget
     assert (first.status, third.status) == (200, 200)
     assert log.index("second 429") < log.index("first 200") < log.index("third sent")
 
 
 def test_no_sync_starts_while_an_unread_answer_overdraws_the_budget() -> None:
-    """An answer over admission.INLINE_BODY counts against the budget until the client took it;
+    """An answer over intake.INLINE_BODY counts against the budget until the client took it;
     while answers overdraw it, the next sync waits, so that at most one answer is ever
     beyond the budget however many clients do not read."""
     reader = Gate()
@@ -402,7 +402,7 @@ class Marker:
     """Put into a parsed request, to see with a weak reference whether it is still alive."""
 
 
-# Over admission.INLINE_BODY, so parsed and answered in the worker thread: 2 MiB, 20,000 objects.
+# Over intake.INLINE_BODY, so parsed and answered in the worker thread: 2 MiB, 20,000 objects.
 PADDED = s.after_first(s.request(s.mxjob(s.train_spec()))) | {
     "padding": [{"k": "x" * 100}] * 20_000
 }

@@ -14,12 +14,12 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.core.reconcile import sync
 from app.service import web
 from app.service.auth import BearerToken
 from app.service.errors import SettingsError
 from app.service.settings import Settings, from_env
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.servers import AsgiClient, asgi_client, self_signed, serving
 
 TOKEN = "s3cr3t-token-for-tests"

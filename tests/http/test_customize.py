@@ -5,7 +5,7 @@ import orjson
 import pytest
 
 from app.integrations import kueue
-from app.service import admission, web
+from app.service import intake, web
 from app.service.settings import Settings
 from tests.support.jobs import (
     mxjob,
@@ -62,7 +62,7 @@ def test_a_large_customize_request_is_answered() -> None:
         "annotations": {f"a{i}": "x" * 100 for i in range(1000)}
     }
     body = orjson.dumps({"controller": {}, "parent": mxjob(spec)})
-    assert len(body) > admission.INLINE_BODY
+    assert len(body) > intake.INLINE_BODY
     with asgi_client(web.create_app(Settings())) as client:
         reply = client.post("/customize", content=body)
     assert reply.status_code == 200

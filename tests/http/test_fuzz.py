@@ -13,15 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.core import conditions, names, pods
-from app.core.errors import SpecError
-from app.core.kinds import CONFIG_MAP_TYPE
-from app.core.reconcile import sync
-from app.core.validation import validated_spec
+from app.core.model import conditions
+from app.core.model.errors import SpecError
+from app.core.model.kinds import CONFIG_MAP_TYPE
+from app.core.mxnet import names
+from app.core.observe import pods
+from app.core.validate.validation import validated_spec
 from app.integrations.gang import VOLCANO
 from app.service import web
 from app.service.settings import Settings
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.servers import AsgiClient, asgi_client
 
 NOW = s.NOW

@@ -18,8 +18,8 @@ import orjson
 import pytest
 import yaml
 
-from app.core import kinds
-from app.core.parsecost import MiB
+from app.core.model import kinds
+from app.core.validate.costs import MiB
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.servers import Server, closed_by_peer, start, wait_for
@@ -76,10 +76,10 @@ import app.core.reconcile
 _core = app.core.reconcile.sync_result
 
 
-def _crashing(request, now):
+def _crashing(request, now, integrations):
     if request["parent"]["metadata"]["name"] == "crash":
         raise TypeError("unhashable type: 'list'")
-    return _core(request, now)
+    return _core(request, now, integrations)
 
 
 app.core.reconcile.sync_result = _crashing

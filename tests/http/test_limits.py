@@ -11,8 +11,8 @@ import anyio
 import orjson
 import pytest
 
-from app.core import parsecost
-from app.service import admission, errors, replies, web
+from app.core.validate import costs
+from app.service import errors, intake, replies, web
 from app.service.jsonlog import CURRENT_JOB, JsonFormatter
 from app.service.settings import Settings
 from tests.support import jobs as s
@@ -126,7 +126,7 @@ def test_a_body_past_the_parse_budget_is_refused_before_parsing() -> None:
     and it is refused with 413 naming the budget (docs/security.md#memory)."""
     admitted = json_shapes.most_admitted("tiny-objects")
     one_more = admitted.replace(b'"junk":[', b'"junk":[{},', 1)
-    assert parsecost.parse_cost(admitted) <= parsecost.PARSE_BUDGET < parsecost.parse_cost(one_more)
+    assert costs.parse_cost(admitted) <= costs.PARSE_BUDGET < costs.parse_cost(one_more)
     with asgi_client(_app()) as client:
         assert client.post("/sync", content=admitted).status_code == 200
         reply = client.post("/sync", content=one_more)
@@ -135,9 +135,9 @@ def test_a_body_past_the_parse_budget_is_refused_before_parsing() -> None:
 
 
 def test_a_body_too_short_to_reach_the_parse_budget_is_not_counted() -> None:
-    most_per_byte = max(parsecost.PARSE_COST_PER_CONTAINER, parsecost.PARSE_COST_PER_VALUE) + 1
-    longest = parsecost.PARSE_BUDGET // most_per_byte
-    assert parsecost.parse_cost(b"," * longest) <= parsecost.PARSE_BUDGET
+    most_per_byte = max(costs.PARSE_COST_PER_CONTAINER, costs.PARSE_COST_PER_VALUE) + 1
+    longest = costs.PARSE_BUDGET // most_per_byte
+    assert costs.parse_cost(b"," * longest) <= costs.PARSE_BUDGET
     with pytest.raises(errors.Refused, match="parse budget"):
         replies.check_parse_cost(b"," * (longest + 1))
 
@@ -270,4 +270,4 @@ def test_only_small_jobs_are_answered_on_the_event_loop(spec: Any, inline: bool)
     body = s.request(s.mxjob(spec) if spec is not None else s.mxjob(s.train_spec()))
     if spec is None:
         del body["parent"]["spec"]
-    assert admission._few_replicas(body) is inline
+    assert intake._few_replicas(body) is inline

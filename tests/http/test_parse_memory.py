@@ -12,8 +12,8 @@ import httpx
 import orjson
 import pytest
 
-from app.core import parsecost
-from app.core.parsecost import MiB
+from app.core.validate import costs
+from app.core.validate.costs import MiB
 from tests.support import json_shapes
 from tests.support.servers import Server, start
 
@@ -66,7 +66,7 @@ def test_the_costliest_body_admitted_of_each_shape_is_answered_within_memory(sha
         reply = httpx.post(f"{server.url}/sync", content=body, timeout=60)
         peak = server.memory_kib("VmHWM") // 1024
         print(
-            f"\n{shape}: {len(body) / MiB:.1f} MiB, estimate {parsecost.parse_cost(body) // MiB} MiB, "
+            f"\n{shape}: {len(body) / MiB:.1f} MiB, estimate {costs.parse_cost(body) // MiB} MiB, "
             f"{reply.status_code}, peak RSS {peak} MiB"
         )
         assert reply.status_code == 200
@@ -92,7 +92,7 @@ def test_counting_a_body_costs_a_fraction_of_parsing_it() -> None:
     takes a small part of what parsing the same body takes (both timed in this run, best of
     three, on 16 MiB of a costly shape; the figures printed are in docs/security.md#memory)."""
     body = json_shapes.of_size("distinct-keys-and-strings", 16 * MiB)
-    counting = min(_seconds(lambda: parsecost.parse_cost(body)) for _ in range(3))
+    counting = min(_seconds(lambda: costs.parse_cost(body)) for _ in range(3))
     parsing = min(_seconds(lambda: orjson.loads(body)) for _ in range(3))
     per_mib = 1000 / (len(body) / MiB)
     print(

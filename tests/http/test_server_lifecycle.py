@@ -17,11 +17,11 @@ import httpx
 import orjson
 import pytest
 
-from app.core.reconcile import sync
 from localcluster.ports import free_port
 from localcluster.realstack import hook_command
 from tests.support import REPO
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.servers import Server, start
 
 CLOCK = {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}

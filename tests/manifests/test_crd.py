@@ -6,8 +6,8 @@ from typing import Any, cast
 import pytest
 import yaml
 
-from app.core.errors import SpecError
-from app.core.validation import validated_spec
+from app.core.model.errors import SpecError
+from app.core.validate.validation import validated_spec
 from tests.support.crd_admission import CRD_FILE, admission_errors, rules
 from tests.support.crd_cases import INVALID, VALID
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core.reconcile import sync
 from localcluster import buildscript
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.golden_cases import CASES
+from tests.support.hooked import sync
 from tests.support.kustomize import documents
 
 DOC = REPO / "docs" / "katib.md"

@@ -7,10 +7,11 @@ created from then on reads the new layout."""
 import json
 from typing import Any
 
-from app.core import kubeenv, mxconfig, reconcile
-from app.core.reconcile import sync
+from app.core import reconcile
+from app.core.mxnet import kubeenv, mxconfig
 from tests.support import jobs as s
 from tests.support.golden_cases import released_0_1_0
+from tests.support.hooked import sync
 from tests.support.simcluster import SimCluster
 
 BEFORE = ("Pod.v1", "Service.v1")

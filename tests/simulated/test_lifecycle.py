@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.core.reconcile import sync
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.simcluster import SimCluster
 
 Action = Callable[[SimCluster], Any]

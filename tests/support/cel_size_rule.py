@@ -1,4 +1,4 @@
-"""The CRD's CEL forms of the size rule (app/core/sizerule.py), each counted from below so that the
+"""The CRD's CEL forms of the size rule (app/core/validate/sizerule.py), each counted from below so that the
 CRD refuses only jobs the hook refuses too: `rule()` a lower bound of the longest MX_CONFIG,
 `sync_rule()` one of the sync request, the hook's estimate without the templates' bytes
 (which CEL cannot measure) and without the ConfigMap.
@@ -11,14 +11,14 @@ the braces, keys and the shortest `task`; the labels and the commas between type
 out, some tens of bytes below the hook's exact count. `python -m tests.support.cel_size_rule`
 prints it."""
 
-from app.core.sizerule import (
+from app.core.model.spec import ORDER, ReplicaType
+from app.core.validate.sizerule import (
     MAX_MX_CONFIG,
     MAX_SYNC_BYTES,
     SYNC_BYTES_PER_CONTAINER,
     SYNC_BYTES_PER_NAME_CHARACTER,
     SYNC_BYTES_PER_REPLICA,
 )
-from app.core.spec import ORDER, ReplicaType
 
 SPECS = "self.spec.mxReplicaSpecs"
 # '{"cluster":}' + '{}' + ',"labels":,' + '{}' + the shortest task, '"task":{"index":0,"type":"tuner"}}'

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core.sizerule import MAX_REPLICAS
+from app.core.validate.sizerule import MAX_REPLICAS
 from tests.support import FIXTURES, REPO
 from tests.support.crd_admission import NOT_CHECKED
 

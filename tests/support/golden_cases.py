@@ -11,10 +11,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.core import kinds
-from app.core.reconcile import sync
+from app.core.model import kinds
 from tests.support import REPO
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 GOLDEN = REPO / "tests" / "golden"
 Case = tuple[dict[str, Any], datetime]

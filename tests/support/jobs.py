@@ -5,7 +5,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.core.reconcile import sync
+from tests.support.hooked import sync
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 IMAGE = "mxjob/mxnet:1.9.1"

@@ -1,11 +1,11 @@
 """JSON that costs the most memory per byte once parsed, as the `related` field of a valid sync
-request (a field the hook ignores), sized to a number of bytes or to app.core.parsecost.PARSE_BUDGET."""
+request (a field the hook ignores), sized to a number of bytes or to app.core.validate.costs.PARSE_BUDGET."""
 
 from collections.abc import Callable
 
 import orjson
 
-from app.core import parsecost
+from app.core.validate import costs
 from tests.support import jobs as s
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
@@ -45,11 +45,11 @@ def most_admitted(shape: str) -> bytes:
     """The largest request of `shape` whose parse_cost is within PARSE_BUDGET."""
     make = SHAPES[shape]
     low, high = 1, 2
-    while parsecost.parse_cost(request_with(make(high))) <= parsecost.PARSE_BUDGET:
+    while costs.parse_cost(request_with(make(high))) <= costs.PARSE_BUDGET:
         low, high = high, high * 2
     while high - low > 1:
         middle = (low + high) // 2
-        if parsecost.parse_cost(request_with(make(middle))) <= parsecost.PARSE_BUDGET:
+        if costs.parse_cost(request_with(make(middle))) <= costs.PARSE_BUDGET:
             low = middle
         else:
             high = middle

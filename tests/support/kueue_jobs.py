@@ -5,8 +5,8 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.reconcile import sync
 from app.integrations import kueue
+from tests.support.hooked import sync
 from tests.support.jobs import (
     NOW,
     after_first,

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from app.core.children import LAST_APPLIED
+from app.core.observe.applied import LAST_APPLIED
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB_CRD
 from localcluster.waiting import wait_for

@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.core.reconcile import sync
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 
 @dataclass

@@ -3,7 +3,7 @@ a legacy `label`, a template's own annotation and env), and what its processes m
 
 from typing import Any
 
-from app.core import mxconfig
+from app.core.mxnet import mxconfig
 from tests.support import jobs as s
 
 # Another text for the legacy `label` of a second replica type, so both sources are checked

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from app.core.kinds import CONFIG_MAP_TYPE, POD_TYPE, SERVICE_TYPE
-from app.core.layout import Layout
+from app.core.model.kinds import CONFIG_MAP_TYPE, POD_TYPE, SERVICE_TYPE
+from app.core.mxnet.layout import Layout
 from localcluster.apiserver import ApiServer
 from localcluster.crds import MXJOB
 from tests.support import jobs as s

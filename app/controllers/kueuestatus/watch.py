@@ -17,7 +17,8 @@ from prometheus_client import CollectorRegistry, Counter
 
 from app.controllers.backoff import Backoff
 from app.controllers.kueuestatus import decide
-from app.core import kinds, names
+from app.core.model import kinds
+from app.core.mxnet import names
 from app.integrations.kueue import API_VERSION, GROUP
 
 LOG = logging.getLogger("mxjob.kueue-status")

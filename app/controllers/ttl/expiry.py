@@ -3,8 +3,8 @@
 from datetime import datetime, timedelta
 from typing import Any
 
-from app.core import conditions
-from app.core.times import parse_time
+from app.core.model import conditions
+from app.core.model.values import parse_time
 
 
 def due_at(job: dict[str, Any]) -> datetime | None:
@@ -28,7 +28,7 @@ def due_at(job: dict[str, Any]) -> datetime | None:
 
 def ttl_seconds(spec: Any) -> int | None:
     """spec.runPolicy.ttlSecondsAfterFinished, or mxnet-operator's spec.ttlSecondsAfterFinished
-    (runPolicy wins, as in app/core/normalise.py); None unless an integer >= 0."""
+    (runPolicy wins, as in app/core/validate/validation.py); None unless an integer >= 0."""
     if not isinstance(spec, dict):
         return None
     run_policy = spec.get("runPolicy")

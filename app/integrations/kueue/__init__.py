@@ -8,21 +8,24 @@ from app.integrations.kueue.api import (
     MANAGED_NAMESPACE_LABEL,
     PRIORITY_CLASS_LABEL,
     QUEUE_LABEL,
+    QUEUED,
     WORKLOAD_TYPE,
 )
 from app.integrations.kueue.flavors import pod_set_infos
 from app.integrations.kueue.hook import RELATED_RESOURCES, customize, namespace_rules
 from app.integrations.kueue.priorities import Priority, priority
 from app.integrations.kueue.queues import Queueing, queueing
-from app.integrations.kueue.sync import join
+from app.integrations.kueue.sync import INTEGRATION, join
 from app.integrations.kueue.workloads import HASH_LENGTH, legacy_workload_name
 
 __all__ = [
     "API_VERSION",
     "GROUP",
     "HASH_LENGTH",
+    "INTEGRATION",
     "MANAGED_NAMESPACE_LABEL",
     "PRIORITY_CLASS_LABEL",
+    "QUEUED",
     "QUEUE_LABEL",
     "RELATED_RESOURCES",
     "WORKLOAD_TYPE",

@@ -4,7 +4,7 @@ condition, and the related objects the customize hook hands over."""
 from collections.abc import Mapping
 from typing import Any
 
-from app.core.kinds import child_type
+from app.core.model.kinds import child_type
 
 GROUP = "kueue.x-k8s.io"
 
@@ -54,6 +54,9 @@ MANAGED_NAMESPACE_LABEL = "kueue.mxjob-controller.kubeflow.org/manage-jobs-witho
 PODS_READY = "PodsReady"
 
 
+# The condition Kueue sets on the job: True while it waits for its Workload to be admitted
+# (docs/kueue.md); the reasons below are its.
+QUEUED = "Queued"
 REASON_QUEUED = "MXJobQueued"
 
 

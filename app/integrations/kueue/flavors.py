@@ -4,7 +4,7 @@ admission checks' updates, merged as Kueue merges them."""
 from collections.abc import Mapping
 from typing import Any
 
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.model.spec import MXJobSpec, ReplicaType
 from app.integrations.kueue.admission import Admission, PodSetInfo, merged
 from app.integrations.kueue.api import FLAVOR_KIND, dicts, related_objects, strings
 

@@ -4,12 +4,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core import conditions
-from app.core.conditions import Condition
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.model import conditions
+from app.core.model.conditions import Condition
+from app.core.model.spec import MXJobSpec, ReplicaType
 from app.integrations.kueue.admission import Admission, PodSetInfo, admission
 from app.integrations.kueue.api import (
     QUEUE_LABEL,
+    QUEUED,
     REASON_ADMITTED,
     REASON_DEACTIVATED,
     REASON_EVICTED,
@@ -22,9 +23,10 @@ from app.integrations.kueue.flavors import pod_set_infos
 
 
 @dataclass(frozen=True)
-class QueueDecision:
-    """What Kueue allows a job this sync: whether it waits (no pods, Services or job
-    children), the Queued condition to set, and what admitted pods get."""
+class QueueSay:
+    """What Kueue says before the decision (a `seam.Say`), what it allows the job this sync:
+    whether it waits (no pods, Services or job children), the Queued condition to set, and
+    what admitted pods get."""
 
     wait: bool
     # (status, reason, message) of the Queued condition, or None to leave it as it is.
@@ -35,6 +37,11 @@ class QueueDecision:
     # An admitted Workload for other pod sets, kept (its quota held) while the pods it
     # admitted stop.
     keep: Mapping[str, Any] | None = None
+
+    @property
+    def condition_type(self) -> str:
+        """Kueue's condition on the job."""
+        return QUEUED
 
 
 @dataclass(frozen=True)
@@ -59,10 +66,10 @@ class JobView:
 
 def gate(
     job: JobView, previous: list[Condition], related: Mapping[str, Any], spec: MXJobSpec
-) -> QueueDecision | None:
+) -> QueueSay | None:
     """Kueue's say over this sync, or None when it has none (the job behaves exactly as
     without Kueue). See docs/kueue.md for each case."""
-    before = conditions.find(previous, conditions.QUEUED)
+    before = conditions.find(previous, QUEUED)
     waiting_before = before is not None and before.get("status") == "True"
     # A job that ran before its namespace held such jobs runs on, as under Kueue's webhook.
     started_unqueued = before is None and job.live_pods
@@ -71,7 +78,7 @@ def gate(
     if job.queue is None or job.finished:
         if waiting_before and not job.finished:
             message = f"MXJob {job.name} is no longer queued: its {QUEUE_LABEL} label was removed."
-            return QueueDecision(False, ("False", REASON_UNQUEUED, message), wants_workload=False)
+            return QueueSay(False, ("False", REASON_UNQUEUED, message), wants_workload=False)
         return None
     if before is None and job.live_pods:
         # Started without Kueue (the label came later): it runs to its end unqueued.
@@ -83,7 +90,7 @@ def gate(
 
 def _queued(
     job: JobView, before: Condition | None, related: Mapping[str, Any], spec: MXJobSpec
-) -> QueueDecision:
+) -> QueueSay:
     """The gate of a job in a LocalQueue: waiting, evicted, admitted or running on."""
     waiting_before = before is not None and before.get("status") == "True"
     where = f"LocalQueue {job.queue}"
@@ -96,11 +103,11 @@ def _queued(
             f"stopped and it is queued again in {where}."
         )
         if job.active_pods:
-            return QueueDecision(True, ("True", REASON_REQUEUED, message), False, keep=outgrown)
+            return QueueSay(True, ("True", REASON_REQUEUED, message), False, keep=outgrown)
         # The outgrown Workload is the evidence, not the status, which a sync may see one
         # write behind: the job waits as requeued from here on.
         before = {
-            "type": conditions.QUEUED,
+            "type": QUEUED,
             "status": "True",
             "reason": REASON_REQUEUED,
             "message": message,
@@ -110,7 +117,7 @@ def _queued(
     keeps_running = job.live_pods and not waiting_before and admitted_before and not job.stale
     if job.workload is None:
         if keeps_running:
-            return QueueDecision(False, None, wants_workload=True)
+            return QueueSay(False, None, wants_workload=True)
         return _waiting(job.name, where, "", before, wants_workload=True)
     state = admission(job.workload)
     if state.cluster_queue:
@@ -122,11 +129,11 @@ def _queued(
     if state.admitted:
         return _admitted(job.name, where, keeps_running, state, related, spec)
     if keeps_running:
-        return QueueDecision(False, None, wants_workload=True)
+        return QueueSay(False, None, wants_workload=True)
     return _waiting(job.name, where, state.message, before, wants_workload=True)
 
 
-def _deactivated(name: str, workload: Mapping[str, Any], state: Admission) -> QueueDecision:
+def _deactivated(name: str, workload: Mapping[str, Any], state: Admission) -> QueueSay:
     """Deactivated: Kueue keeps it out of the queue, so the Workload stays (its requeueState
     with it) and the job waits until someone activates it again."""
     workload_name = workload.get("metadata", {}).get("name", "")
@@ -135,12 +142,10 @@ def _deactivated(name: str, workload: Mapping[str, Any], state: Admission) -> Qu
         f"{state.message or 'no message'}; it is not queued again until its Workload "
         f"{workload_name} is active again (spec.active: true)."
     )
-    return QueueDecision(True, ("True", REASON_DEACTIVATED, message), wants_workload=True)
+    return QueueSay(True, ("True", REASON_DEACTIVATED, message), wants_workload=True)
 
 
-def _evicted(
-    name: str, queue: str | None, state: Admission, waiting: Condition | None
-) -> QueueDecision:
+def _evicted(name: str, queue: str | None, state: Admission, waiting: Condition | None) -> QueueSay:
     """An evicted Workload: the job waits, queued again; `waiting` is the Queued condition it
     had, if it was waiting."""
     if waiting is not None and waiting.get("reason") == REASON_EVICTED:
@@ -150,13 +155,13 @@ def _evicted(
         # next sync makes it again, pending; not earlier, so a sync one status behind still
         # finds the evidence (docs/kueue.md).
         said = ("True", REASON_EVICTED, waiting.get("message", ""))
-        return QueueDecision(True, said, wants_workload=state.kept_on_eviction)
+        return QueueSay(True, said, wants_workload=state.kept_on_eviction)
     why = f" ({state.reason})" if state.reason else ""
     message = (
         f"MXJob {name} was evicted by Kueue{why}: {state.message or 'no message'}; "
         f"it is queued again in LocalQueue {queue}."
     )
-    return QueueDecision(True, ("True", REASON_EVICTED, message), wants_workload=True)
+    return QueueSay(True, ("True", REASON_EVICTED, message), wants_workload=True)
 
 
 def _admitted(
@@ -166,38 +171,38 @@ def _admitted(
     state: Admission,
     related: Mapping[str, Any],
     spec: MXJobSpec,
-) -> QueueDecision:
+) -> QueueSay:
     """An admitted Workload: the pods start with what the admission adds, unless it cannot."""
     infos = pod_set_infos(state, related, spec)
     if isinstance(infos, str) and keeps_running:
         # A flavor gone from under a running job (say) does not stop it.
-        return QueueDecision(False, None, wants_workload=True)
+        return QueueSay(False, None, wants_workload=True)
     if isinstance(infos, str):
         message = f"MXJob {name} is admitted by Kueue in {where}, but {infos}."
-        return QueueDecision(True, ("True", REASON_QUEUED, message), wants_workload=True)
+        return QueueSay(True, ("True", REASON_QUEUED, message), wants_workload=True)
     message = f"MXJob {name} is admitted by Kueue in {where}."
-    return QueueDecision(False, ("False", REASON_ADMITTED, message), True, infos)
+    return QueueSay(False, ("False", REASON_ADMITTED, message), True, infos)
 
 
 def _waiting(
     name: str, where: str, why: str, before: Condition | None, wants_workload: bool
-) -> QueueDecision:
+) -> QueueSay:
     again = (REASON_EVICTED, REASON_REQUEUED)
     if before and before.get("status") == "True" and before.get("reason") in again:
         # Re-queued after an eviction or an edit: the condition keeps saying why, until
         # admitted.
-        return QueueDecision(
+        return QueueSay(
             True, ("True", str(before["reason"]), before.get("message", "")), wants_workload
         )
     message = f"MXJob {name} is queued in {where}, waiting for Kueue to admit it"
     message += f": {why}" if why else "."
-    return QueueDecision(True, ("True", REASON_QUEUED, message), wants_workload)
+    return QueueSay(True, ("True", REASON_QUEUED, message), wants_workload)
 
 
-def _held(name: str) -> QueueDecision:
+def _held(name: str) -> QueueSay:
     """A job that names no queue, in a namespace that holds such jobs."""
     message = (
         f"MXJob {name} names no LocalQueue and its namespace runs no job outside Kueue: it "
         f"is held. Suspend it, add the {QUEUE_LABEL} label, and resume it."
     )
-    return QueueDecision(True, ("True", REASON_NO_QUEUE, message), wants_workload=False)
+    return QueueSay(True, ("True", REASON_NO_QUEUE, message), wants_workload=False)

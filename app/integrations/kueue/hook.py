@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from app.core.kinds import CORE_API_VERSION
+from app.core.model.kinds import CORE_API_VERSION
 from app.integrations.kueue.api import API_VERSION, DEFAULT_QUEUE, POD_PRIORITY_GROUP
 
 # What the customize hook answers: every ResourceFlavor and priority class, then the job's

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.core.spec import MXJobSpec
+from app.core.model.spec import MXJobSpec
 from app.integrations.kueue.api import (
     GROUP,
     POD_PRIORITY_CLASS_KIND,

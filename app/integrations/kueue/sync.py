@@ -6,13 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import envelope, kinds
-from app.core.decision import Decision
-from app.core.envelope import SyncRequest
-from app.core.seam import FirstPod, Joining, TurnDefaults
-from app.core.spec import MXJobSpec
-from app.integrations.kueue.api import API_VERSION, WORKLOAD_KIND, WORKLOAD_TYPE
-from app.integrations.kueue.gating import JobView, QueueDecision, gate
+from app.core.model import envelope, kinds
+from app.core.model.envelope import SyncRequest
+from app.core.model.seam import Decision, FirstPod, Integration, Joining, TurnDefaults
+from app.core.model.spec import MXJobSpec
+from app.integrations.kueue.api import API_VERSION, QUEUED, WORKLOAD_KIND, WORKLOAD_TYPE
+from app.integrations.kueue.gating import JobView, QueueSay, gate
 from app.integrations.kueue.priorities import priority
 from app.integrations.kueue.queues import queueing
 from app.integrations.kueue.workloads import (
@@ -33,7 +32,7 @@ class KueueTurn(TurnDefaults):
     request: SyncRequest
     spec: MXJobSpec
     view: JobView
-    say: QueueDecision | None
+    say: QueueSay | None
     first_pod: FirstPod
 
     def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
@@ -107,7 +106,7 @@ def job_view(
 def workloads(
     request: SyncRequest,
     spec: MXJobSpec,
-    queue: QueueDecision,
+    queue: QueueSay,
     view: JobView,
     first_pod: FirstPod,
 ) -> list[dict[str, Any]]:
@@ -150,3 +149,6 @@ def _labels(request: SyncRequest) -> Any:
     """The job's labels, which the envelope does not type, or None."""
     meta = request.parent.metadata
     return meta.model_extra.get("labels") if meta.model_extra else None
+
+
+INTEGRATION = Integration("kueue", join, condition_types=(QUEUED,))

@@ -6,9 +6,9 @@ from typing import Any
 
 import orjson
 
-from app.core import names
-from app.core.kinds import header
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.model.kinds import header
+from app.core.model.spec import MXJobSpec, ReplicaType
+from app.core.mxnet import names
 from app.integrations.kueue.api import API_VERSION, WORKLOAD_KIND, dicts
 from app.integrations.kueue.priorities import Priority
 

@@ -1,4 +1,4 @@
-"""What Metacontroller last applied, read back from a child's `managedFields` (app/core/applied.py):
+"""What Metacontroller last applied, read back from a child's `managedFields` (app/core/observe/applied.py):
 its apply strategy `server-side-apply` keeps no last-applied annotation.
 
 tests/fixtures/ssa-children.json holds a job (examples/dist-cpu.yaml) and three of its
@@ -12,14 +12,16 @@ import copy
 import json
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.applied import applied_configuration
-from app.core.reconcile import sync
+from app.core.model import envelope
+from app.core.observe.applied import LAST_APPLIED, applied_configuration, kept_as_observed
 from tests.support import FIXTURES
 from tests.support import jobs as s
+from tests.support.hooked import sync
 from tests.support.resources import as_written
 
 FIXTURE = json.loads((FIXTURES / "ssa-children.json").read_text())
@@ -232,3 +234,62 @@ def test_a_job_with_an_invalid_spec_and_unreadable_entries_is_answered() -> None
     (echoed,) = answer["children"]
     assert echoed["spec"] == SERVICE["spec"]
     assert "managedFields" not in echoed["metadata"]
+
+
+APPLIED_SERVICE = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {"name": "mnist-worker-0", "namespace": "default"},
+    "spec": {"clusterIP": "None"},
+}
+
+
+def service(**meta: Any) -> dict[str, Any]:
+    """A Service as observed: the server's fields beside what the hook asked for."""
+    metadata = {"name": "mnist-worker-0", "namespace": "default", "uid": "u"} | meta
+    return {"metadata": metadata, "spec": {"clusterIP": "None", "ports": []}, "status": {}}
+
+
+def annotated(last: dict[str, Any] | str) -> dict[str, Any]:
+    text = last if isinstance(last, str) else orjson.dumps(last).decode()
+    return service(annotations={LAST_APPLIED: text, "mine": "1"}, labels={"a": "b"})
+
+
+AS_IT_IS = {
+    "apiVersion": "v1",
+    "kind": "Service",
+    "metadata": {
+        "name": "mnist-worker-0",
+        "namespace": "default",
+        "labels": {"a": "b"},
+        "annotations": {"mine": "1"},
+    },
+    "spec": {"clusterIP": "None", "ports": []},
+}
+
+
+# An observed child as its own desired state, which changes nothing: an invalid spec's answer
+# (docs/behaviour.md#validation).
+@pytest.mark.parametrize(
+    ("child", "kept"),
+    [
+        pytest.param(annotated(APPLIED_SERVICE), APPLIED_SERVICE, id="what-was-last-applied"),
+        pytest.param(
+            annotated(APPLIED_SERVICE | {"metadata": {"name": "another"}}),
+            AS_IT_IS,
+            id="last-applied-of-another-child",
+        ),
+        pytest.param(annotated("{not json"), AS_IT_IS, id="last-applied-not-json"),
+        pytest.param(annotated("[]"), AS_IT_IS, id="last-applied-not-an-object"),
+        pytest.param(
+            service(annotations={LAST_APPLIED: 1}),
+            AS_IT_IS | {"metadata": {"name": "mnist-worker-0", "namespace": "default"}},
+            id="identity-and-spec",
+        ),
+    ],
+)
+def test_an_invalid_job_keeps_each_child_as_it_is(
+    child: dict[str, Any], kept: dict[str, Any]
+) -> None:
+    request = envelope.read_request(s.request(s.mxjob({}), services=[child]))
+    assert kept_as_observed(request) == [kept]

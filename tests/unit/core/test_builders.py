@@ -7,21 +7,22 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import builders, kubeenv, layout, mxconfig
-from app.core.errors import EnvError
-from app.core.reconcile import sync
+from app.core.build import children
+from app.core.model.errors import EnvError
+from app.core.model.spec import ReplicaType
+from app.core.mxnet import kubeenv, layout, mxconfig
 from app.core.render import render
-from app.core.spec import ReplicaType
-from app.core.validation import validated_spec
+from app.core.validate.validation import validated_spec
 from tests.support import FIXTURES, REPO
 from tests.support.golden_cases import CASES
+from tests.support.hooked import sync
 from tests.support.jobs import NOW, container, replica, train_spec
 
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER
 
 
-def job(spec: dict[str, Any], name: str = "mnist") -> builders.JobContext:
-    return builders.job_context(name, "team-a", validated_spec(name, spec))
+def job(spec: dict[str, Any], name: str = "mnist") -> children.JobContext:
+    return children.job_context(name, "team-a", validated_spec(name, spec))
 
 
 def env_of(pod: dict[str, Any], index: int = 0) -> dict[str, str]:
@@ -29,7 +30,7 @@ def env_of(pod: dict[str, Any], index: int = 0) -> dict[str, str]:
 
 
 def test_worker_environment_of_a_distributed_job() -> None:
-    pod = builders.pod(job(train_spec(servers=2, workers=3)), W, 2, 0, 0)
+    pod = children.pod(job(train_spec(servers=2, workers=3)), W, 2, 0, 0)
     env = env_of(pod)
     assert env == {
         "MX_CONFIG": env["MX_CONFIG"],
@@ -56,7 +57,7 @@ def test_worker_environment_of_a_distributed_job() -> None:
 
 
 def test_mx_config_is_compact_json_with_sorted_keys() -> None:
-    value = env_of(builders.pod(job(train_spec(servers=1, workers=1)), S, 0, 0, 0))["MX_CONFIG"]
+    value = env_of(children.pod(job(train_spec(servers=1, workers=1)), S, 0, 0, 0))["MX_CONFIG"]
     assert value == json.dumps(json.loads(value), sort_keys=True, separators=(",", ":"))
 
 
@@ -68,12 +69,12 @@ def test_mx_config_is_compact_json_with_sorted_keys() -> None:
     ],
 )
 def test_only_workers_get_a_worker_id(rtype: ReplicaType, role: str, worker_id: None) -> None:
-    env = env_of(builders.pod(job(train_spec()), rtype, 0, 0, 0))
+    env = env_of(children.pod(job(train_spec()), rtype, 0, 0, 0))
     assert (env["DMLC_ROLE"], env.get("DMLC_WORKER_ID")) == (role, worker_id)
 
 
 def test_single_worker_without_scheduler() -> None:
-    env = env_of(builders.pod(job({"mxReplicaSpecs": {"Worker": replica()}}), W, 0, 0, 0))
+    env = env_of(children.pod(job({"mxReplicaSpecs": {"Worker": replica()}}), W, 0, 0, 0))
     assert (env["DMLC_PS_ROOT_URI"], env["DMLC_PS_ROOT_PORT"], env["DMLC_NUM_SERVER"]) == (
         "",
         "0",
@@ -92,7 +93,7 @@ def test_reserved_user_variables_are_replaced_not_duplicated() -> None:
         {"name": "MX_CONFIG", "value": "{}"},
     ]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
-    env = builders.pod(job(spec), W, 0, 0, 0)["spec"]["containers"][0]["env"]
+    env = children.pod(job(spec), W, 0, 0, 0)["spec"]["containers"][0]["env"]
     names = [e["name"] for e in env]
     assert sorted(names) == sorted(set(names))
     assert env_of({"spec": {"containers": [{"env": env}]}})["DMLC_ROLE"] == "worker"
@@ -107,10 +108,10 @@ def test_user_mxjob_port_is_kept_and_used_everywhere() -> None:
     ]
     spec["mxReplicaSpecs"]["Scheduler"]["template"]["spec"]["containers"][0]["ports"] = ports
     j = job(spec)
-    scheduler = builders.pod(j, S, 0, 0, 0)
+    scheduler = children.pod(j, S, 0, 0, 0)
     assert scheduler["spec"]["containers"][0]["ports"] == ports
-    assert env_of(builders.pod(j, W, 0, 0, 0))["DMLC_PS_ROOT_PORT"] == "9000"
-    assert builders.service(j, S, 0, 0, 0)["spec"]["ports"] == [
+    assert env_of(children.pod(j, W, 0, 0, 0))["DMLC_PS_ROOT_PORT"] == "9000"
+    assert children.service(j, S, 0, 0, 0)["spec"]["ports"] == [
         {"name": "mxjob-port", "port": 9000, "targetPort": 9000},
         {"name": "metrics", "port": 8000, "targetPort": 8000},
     ]
@@ -122,11 +123,11 @@ def test_default_port_is_added_after_the_users_ports() -> None:
         {"containerPort": 6006, "protocol": "TCP"}
     ]
     j = job(spec)
-    assert builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["ports"] == [
+    assert children.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["ports"] == [
         {"containerPort": 6006, "protocol": "TCP"},
         {"name": "mxjob-port", "containerPort": 9091},
     ]
-    assert builders.service(j, W, 0, 0, 0)["spec"]["ports"] == [
+    assert children.service(j, W, 0, 0, 0)["spec"]["ports"] == [
         {"name": "port-6006", "port": 6006, "targetPort": 6006, "protocol": "TCP"},
         {"name": "mxjob-port", "port": 9091, "targetPort": 9091},
     ]
@@ -144,7 +145,7 @@ def test_default_port_is_added_after_the_users_ports() -> None:
 )
 def test_pod_restart_policy(policy: str | None, pod_policy: str) -> None:
     spec = {"mxReplicaSpecs": {"Worker": replica(1, policy)}}
-    assert builders.pod(job(spec), W, 0, 0, 0)["spec"]["restartPolicy"] == pod_policy
+    assert children.pod(job(spec), W, 0, 0, 0)["spec"]["restartPolicy"] == pod_policy
 
 
 def test_template_passes_through_and_our_labels_win() -> None:
@@ -171,7 +172,7 @@ def test_template_passes_through_and_our_labels_win() -> None:
     spec = {
         "mxReplicaSpecs": {"Scheduler": {"template": template}, "Server": {"template": template}}
     }
-    pod = builders.pod(job(spec), P, 0, 0, 0)
+    pod = children.pod(job(spec), P, 0, 0, 0)
     assert pod["metadata"] == {
         "name": "mnist-server-0",
         "namespace": "team-a",
@@ -197,7 +198,7 @@ def test_template_passes_through_and_our_labels_win() -> None:
 
 
 def test_headless_service_selects_every_attempt_of_one_replica() -> None:
-    service = builders.service(job(train_spec()), W, 1, 2, 3)
+    service = children.service(job(train_spec()), W, 1, 2, 3)
     assert service == {
         "apiVersion": "v1",
         "kind": "Service",
@@ -224,7 +225,7 @@ def test_headless_service_selects_every_attempt_of_one_replica() -> None:
 
 
 def test_replacement_pod_name_and_attempt() -> None:
-    pod = builders.pod(job(train_spec()), W, 1, 2, 3)
+    pod = children.pod(job(train_spec()), W, 1, 2, 3)
     assert pod["metadata"]["name"] == "mnist-worker-1-r2"
     assert pod["metadata"]["labels"]["training.kubeflow.org/replica-attempt"] == "2"
     assert pod["metadata"]["annotations"] == {"training.kubeflow.org/restarts-before": "3"}
@@ -240,7 +241,7 @@ def test_tuner_labels_from_annotation_or_legacy_field() -> None:
         },
     }
     config = json.loads(
-        env_of(builders.pod(job(spec, "tune"), ReplicaType.TUNER, 0, 0, 0))["MX_CONFIG"]
+        env_of(children.pod(job(spec, "tune"), ReplicaType.TUNER, 0, 0, 0))["MX_CONFIG"]
     )
     assert config["labels"] == {"tunertracker": "", "tunerserver": "2080ti", "tuner": "v100"}
     assert config["task"] == {"type": "tuner", "index": 0}
@@ -320,15 +321,15 @@ def test_every_recorded_source_is_checked() -> None:
 
 
 def test_without_a_configmap_type_mx_config_stays_inline() -> None:
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), False)
-    env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
+    j = children.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), False)
+    env = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env][:2] == ["MX_CONFIG", "DMLC_PS_ROOT_URI"]
     assert "$" not in env[0]["value"]
 
 
 def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), True)
-    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    j = children.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), True)
+    container = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"] == [{"configMapRef": {"name": "mnist-mx-config"}}]
     required = {"configMapKeyRef": {"name": "mnist-mx-config", "key": "MX_CONFIG_LABELS"}}
     assert container["env"] == [
@@ -364,14 +365,14 @@ def test_a_foreign_configmap_of_the_jobs_name_holds_every_container_back(
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].append(
         {"name": "side", "image": "busybox"}
     )
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
+    j = children.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
     foreign = {"mnist-mx-config": {"data": data}}
-    containers = builders.pod(j, W, 1, 0, 0)["spec"]["containers"]
+    containers = children.pod(j, W, 1, 0, 0)["spec"]["containers"]
     assert len(containers) == 2
     for each in containers:
         with pytest.raises(EnvError, match="couldn't find key MX_CONFIG_LABELS in"):
             kubeenv.resolve(each, foreign)
-    own = {"mnist-mx-config": builders.config_map(j)}
+    own = {"mnist-mx-config": children.config_map(j)}
     assert kubeenv.resolve(containers[0], own)["DMLC_NUM_WORKER"] == "2"
 
 
@@ -383,8 +384,8 @@ CLUSTER_1_2 = (
 
 
 def test_config_map_holds_every_job_wide_variable_by_name() -> None:
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), True)
-    assert builders.config_map(j) == {
+    j = children.job_context("mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), True)
+    assert children.config_map(j) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
@@ -406,7 +407,7 @@ def test_config_map_holds_every_job_wide_variable_by_name() -> None:
         },
     }
     # Exactly the job-wide variables: `envFrom` imports every key as a variable.
-    assert tuple(builders.config_map(j)["data"]) == mxconfig.JOB_ENV
+    assert tuple(children.config_map(j)["data"]) == mxconfig.JOB_ENV
 
 
 NONE = layout.ConfigMapUse()
@@ -414,16 +415,16 @@ OLD, WHOLE = layout.ConfigMapUse(old_keys=True), layout.ConfigMapUse(env_from=Tr
 BOTH = layout.ConfigMapUse(old_keys=True, env_from=True)
 
 
-def _job_read(config_map_use: layout.ConfigMapUse) -> builders.JobContext:
+def _job_read(config_map_use: layout.ConfigMapUse) -> children.JobContext:
     spec = validated_spec("mnist", train_spec(1, 2))
-    return builders.job_context("mnist", "team-a", spec, True, config_map_use)
+    return children.job_context("mnist", "team-a", spec, True, config_map_use)
 
 
 def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> None:
     j = _job_read(OLD)
-    data = builders.config_map(j)["data"]
+    data = children.config_map(j)["data"]
     assert data == {"cluster": CLUSTER_1_2, "labels": '{"scheduler":"","server":"","worker":""}'}
-    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    container = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert "envFrom" not in container
     assert [e["name"] for e in container["env"]] == [
         "MX_CONFIG_CLUSTER",
@@ -442,19 +443,19 @@ def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> N
     }
     # It reads what a pod of the same job reads through `envFrom`, with no stray variable.
     plain = _job_read(NONE)
-    plain_container = builders.pod(plain, W, 1, 0, 0)["spec"]["containers"][0]
-    assert kubeenv.resolve(container, {"mnist-mx-config": builders.config_map(j)}) == (
-        kubeenv.resolve(plain_container, {"mnist-mx-config": builders.config_map(plain)})
+    plain_container = children.pod(plain, W, 1, 0, 0)["spec"]["containers"][0]
+    assert kubeenv.resolve(container, {"mnist-mx-config": children.config_map(j)}) == (
+        kubeenv.resolve(plain_container, {"mnist-mx-config": children.config_map(plain)})
     )
 
 
 def test_pods_of_both_layouts_each_find_their_keys() -> None:
     """A job with pods of both layouts (hooks of both versions answered it, as during a
     rolling upgrade): the ConfigMap holds both sets of keys."""
-    data = builders.config_map(_job_read(BOTH))["data"]
+    data = children.config_map(_job_read(BOTH))["data"]
     assert tuple(data) == (*mxconfig.JOB_ENV, "cluster", "labels")
     assert data["cluster"] == data["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
-    assert builders.config_map(_job_read(WHOLE)) == builders.config_map(_job_read(NONE))
+    assert children.config_map(_job_read(WHOLE)) == children.config_map(_job_read(NONE))
 
 
 def test_user_variables_named_like_ours_are_replaced() -> None:
@@ -462,8 +463,8 @@ def test_user_variables_named_like_ours_are_replaced() -> None:
     user_env = [{"name": "MX_CONFIG_CLUSTER", "value": "mine"}, {"name": "KEEP", "value": "1"}]
     user_env += [{"name": "DMLC_NUM_WORKER", "value": "99"}, {"name": "DMLC_ROLE", "value": "x"}]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
-    env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
+    j = children.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
+    env = children.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
     ours = [mxconfig.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
     assert [e["name"] for e in env] == [*ours, "KEEP"]
     assert env[-1] == {"name": "KEEP", "value": "1"}
@@ -475,11 +476,11 @@ def test_our_env_from_comes_after_the_users_so_theirs_cannot_override_ours() -> 
     containers = spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
     containers[0]["envFrom"] = [mine, {"configMapRef": {"name": "other"}, "prefix": "DMLC_"}]
     containers[0]["env"] = [{"name": "ROLE_SEEN", "value": "$(DMLC_ROLE)/$(DMLC_NUM_WORKER)"}]
-    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
-    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    j = children.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
+    container = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"][-1] == {"configMapRef": {"name": "mnist-mx-config"}}
     maps = {
-        "mnist-mx-config": builders.config_map(j),
+        "mnist-mx-config": children.config_map(j),
         "mine": {"data": {"DMLC_NUM_WORKER": "99", "MX_CONFIG_CLUSTER": "no", "OWN": "yes"}},
         "other": {"data": {"ROLE": "hijacked", "NUM_SERVER": "7"}},
     }

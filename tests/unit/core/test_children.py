@@ -1,22 +1,21 @@
-"""The children a job should have (app/core/children.py), following the decision: while it
-runs, once it is finished under each cleanPodPolicy and its TTL, while an integration holds it;
-and while its spec is invalid, every observed child as it is (docs/behaviour.md#children,
-#validation; docs/lifecycle.md)."""
+"""The children a job should have (app/core/build/desired.py), following the decision: while it
+runs, once it is finished under each cleanPodPolicy and its TTL, while an integration holds it
+(docs/behaviour.md#children; docs/lifecycle.md)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-import orjson
 import pytest
 
-from app.core import builders, children, envelope, kinds, observed
-from app.core.decision import Decision
-from app.core.seam import PodUpdate, TurnDefaults
-from app.core.spec import CleanPodPolicy, ReplicaType
-from app.core.times import format_time
-from app.core.validation import validated_spec
+from app.core.build import children, desired
+from app.core.model import kinds
+from app.core.model.seam import Decision, PodUpdate, TurnDefaults
+from app.core.model.spec import CleanPodPolicy, ReplicaType
+from app.core.model.values import format_time
+from app.core.observe import replicas
+from app.core.validate.validation import validated_spec
 from tests.support import jobs as s
 
 DONE_AT = s.NOW - timedelta(seconds=100)
@@ -25,12 +24,12 @@ ALL_PODS = ["mnist-scheduler-0", "mnist-worker-0", "mnist-worker-1"]
 ENDED = {"mnist-scheduler-0": "Succeeded", "mnist-worker-0": "Running", "mnist-worker-1": "Failed"}
 
 
-def job(**run_policy: Any) -> builders.JobContext:
+def job(**run_policy: Any) -> children.JobContext:
     spec = s.train_spec(servers=0, workers=2) | {"runPolicy": run_policy}
-    return builders.job_context("mnist", "default", validated_spec("mnist", spec), config_map=True)
+    return children.job_context("mnist", "default", validated_spec("mnist", spec), config_map=True)
 
 
-def owned(phases: Mapping[str, str]) -> observed.ObservedReplicas:
+def owned(phases: Mapping[str, str]) -> replicas.ObservedReplicas:
     """The job's pods, observed in these phases, read as a sync reads them."""
     parent = s.mxjob(s.train_spec(servers=0, workers=2))
     answer = s.created(s.request(parent, others={kinds.CONFIG_MAP_TYPE: []}))
@@ -40,7 +39,7 @@ def owned(phases: Mapping[str, str]) -> observed.ObservedReplicas:
         if p["metadata"]["name"] in phases
     }
     spec = validated_spec("mnist", parent["spec"])
-    return observed.owned(observed.read_pods(pods, "mnist"), list, "mnist", spec)
+    return replicas.owned(replicas.read_pods(pods, "mnist"), list, "mnist", spec)
 
 
 def decision(**kw: Any) -> Decision:
@@ -52,15 +51,15 @@ def finished(cleanup: CleanPodPolicy, finishing: bool = False) -> Decision:
     return decision(finished=True, finishing=finishing, completion_time=when, cleanup=cleanup)
 
 
-def kinds_and_names(desired: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [(c["kind"], c["metadata"]["name"]) for c in desired]
+def kinds_and_names(answer: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(c["kind"], c["metadata"]["name"]) for c in answer]
 
 
 def test_a_running_job_has_its_config_map_then_every_pod_then_every_service() -> None:
-    desired, resync = children.desired(
+    wanted, resync = desired.desired_children(
         job(), owned(dict.fromkeys(ALL_PODS, "Running")), decision(resync_after=30), s.NOW
     )
-    assert kinds_and_names(desired) == [
+    assert kinds_and_names(wanted) == [
         ("ConfigMap", "mnist-mx-config"),
         *(("Pod", name) for name in ALL_PODS),
         *(("Service", name) for name in ALL_PODS),
@@ -69,8 +68,8 @@ def test_a_running_job_has_its_config_map_then_every_pod_then_every_service() ->
 
 
 def test_a_new_job_gets_every_pod_and_service() -> None:
-    desired, _ = children.desired(job(), owned({}), decision(), s.NOW)
-    assert len(desired) == 1 + 2 * len(ALL_PODS)
+    wanted, _ = desired.desired_children(job(), owned({}), decision(), s.NOW)
+    assert len(wanted) == 1 + 2 * len(ALL_PODS)
 
 
 class Update(NamedTuple):
@@ -87,6 +86,7 @@ class Said:
     """What an integration says before the decision (seam.Say)."""
 
     wait: bool = False
+    condition_type: str = "Held"
     condition: tuple[str, str, str] | None = None
     pod_sets: Mapping[ReplicaType, PodUpdate] = field(default_factory=dict)
 
@@ -108,17 +108,20 @@ class Saying(TurnDefaults):
         pytest.param(job(), Said(wait=True), id="held-by-an-integration"),
     ],
 )
-def test_a_job_that_waits_has_no_children(made: builders.JobContext, say: Said | None) -> None:
+def test_a_job_that_waits_has_no_children(made: children.JobContext, say: Said | None) -> None:
     running = owned(dict.fromkeys(ALL_PODS, "Running"))
     turns = [Saying(say)]
-    assert children.desired(made, running, decision(resync_after=30), s.NOW, turns) == ([], 0)
+    assert desired.desired_children(made, running, decision(resync_after=30), s.NOW, turns) == (
+        [],
+        0,
+    )
 
 
 def test_an_integration_adds_to_the_pods_of_one_replica_type() -> None:
     pool = Update(node_selector={"pool": "a"}, tolerations=[], labels={"team": "x"}, annotations={})
     say = Said(pod_sets={ReplicaType.WORKER: pool})
-    desired, _ = children.desired(job(), owned({}), decision(), s.NOW, [Saying(say)])
-    pods = {c["metadata"]["name"]: c for c in desired if c["kind"] == "Pod"}
+    wanted, _ = desired.desired_children(job(), owned({}), decision(), s.NOW, [Saying(say)])
+    pods = {c["metadata"]["name"]: c for c in wanted if c["kind"] == "Pod"}
     assert "nodeSelector" not in pods["mnist-scheduler-0"]["spec"]
     for name in ("mnist-worker-0", "mnist-worker-1"):
         assert pods[name]["spec"]["nodeSelector"] == {"pool": "a"}
@@ -140,10 +143,10 @@ def test_an_integration_adds_to_the_pods_of_one_replica_type() -> None:
     ],
 )
 def test_a_finished_job_keeps_what_its_clean_up_leaves(made: Decision, kept: list[str]) -> None:
-    desired, resync = children.desired(job(), owned(ENDED), made, s.NOW)
+    wanted, resync = desired.desired_children(job(), owned(ENDED), made, s.NOW)
     config_map = [("ConfigMap", "mnist-mx-config")] if kept else []
     pods_then_services = [("Pod", n) for n in kept] + [("Service", n) for n in kept]
-    assert (kinds_and_names(desired), resync) == (config_map + pods_then_services, 0)
+    assert (kinds_and_names(wanted), resync) == (config_map + pods_then_services, 0)
 
 
 @pytest.mark.parametrize(
@@ -157,65 +160,7 @@ def test_a_finished_job_keeps_what_its_clean_up_leaves(made: Decision, kept: lis
 def test_a_finished_job_asks_back_when_its_ttl_ends_then_has_no_children(
     ttl: int, expected: tuple[int, int]
 ) -> None:
-    desired, resync = children.desired(
+    wanted, resync = desired.desired_children(
         job(ttlSecondsAfterFinished=ttl), owned(ENDED), finished(CleanPodPolicy.RUNNING), s.NOW
     )
-    assert (len(desired), resync) == expected
-
-
-LAST_APPLIED = {
-    "apiVersion": "v1",
-    "kind": "Service",
-    "metadata": {"name": "mnist-worker-0", "namespace": "default"},
-    "spec": {"clusterIP": "None"},
-}
-
-
-def service(**meta: Any) -> dict[str, Any]:
-    """A Service as observed: the server's fields beside what the hook asked for."""
-    metadata = {"name": "mnist-worker-0", "namespace": "default", "uid": "u"} | meta
-    return {"metadata": metadata, "spec": {"clusterIP": "None", "ports": []}, "status": {}}
-
-
-def annotated(applied: dict[str, Any] | str) -> dict[str, Any]:
-    text = applied if isinstance(applied, str) else orjson.dumps(applied).decode()
-    return service(annotations={children.LAST_APPLIED: text, "mine": "1"}, labels={"a": "b"})
-
-
-AS_IT_IS = {
-    "apiVersion": "v1",
-    "kind": "Service",
-    "metadata": {
-        "name": "mnist-worker-0",
-        "namespace": "default",
-        "labels": {"a": "b"},
-        "annotations": {"mine": "1"},
-    },
-    "spec": {"clusterIP": "None", "ports": []},
-}
-
-
-# An observed child as its own desired state, which changes nothing.
-@pytest.mark.parametrize(
-    ("child", "kept"),
-    [
-        pytest.param(annotated(LAST_APPLIED), LAST_APPLIED, id="what-was-last-applied"),
-        pytest.param(
-            annotated(LAST_APPLIED | {"metadata": {"name": "another"}}),
-            AS_IT_IS,
-            id="last-applied-of-another-child",
-        ),
-        pytest.param(annotated("{not json"), AS_IT_IS, id="last-applied-not-json"),
-        pytest.param(annotated("[]"), AS_IT_IS, id="last-applied-not-an-object"),
-        pytest.param(
-            service(annotations={children.LAST_APPLIED: 1}),
-            AS_IT_IS | {"metadata": {"name": "mnist-worker-0", "namespace": "default"}},
-            id="identity-and-spec",
-        ),
-    ],
-)
-def test_an_invalid_job_keeps_each_child_as_it_is(
-    child: dict[str, Any], kept: dict[str, Any]
-) -> None:
-    request = envelope.read_request(s.request(s.mxjob({}), services=[child]))
-    assert children.kept_as_observed(request) == [kept]
+    assert (len(wanted), resync) == expected

@@ -2,7 +2,7 @@
 
 import pytest
 
-from app.core import conditions
+from app.core.model import conditions
 from tests.support.jobs import condition
 
 T0, T1 = "2026-11-22T12:00:00Z", "2026-11-22T12:05:00Z"

@@ -1,8 +1,8 @@
-"""app.core.digits: a number from text only when it is written in ASCII digits."""
+"""app.core.model.values: a number from text only when it is written in ASCII digits."""
 
 import pytest
 
-from app.core.digits import ascii_int
+from app.core.model.values import ascii_int
 
 
 # Like test_pods.py's test_count, whose `count` adds integers and a length bound: each

@@ -1,4 +1,4 @@
-"""The sync request as Metacontroller sends it (app/core/envelope.py): what is one and what is
+"""The sync request as Metacontroller sends it (app/core/model/envelope.py): what is one and what is
 refused with a message, its children read by name whatever the hook version keys them by, and
 what a request that may not be one says of its job."""
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.core import envelope, kinds
-from app.core.errors import BadRequest
+from app.core.model import envelope, kinds
+from app.core.model.errors import BadRequest
 from tests.support import jobs as s
 
 

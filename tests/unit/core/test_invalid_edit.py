@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.core.reconcile import sync
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 RUNNING = s.pod_status("Running")
 INVALID = "MXJobInvalidSpec"

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from app.core import names
-from app.core.mxconfig import RESERVED_ENV
-from app.core.reconcile import sync
+from app.core.mxnet import names
+from app.core.mxnet.mxconfig import RESERVED_ENV
 from app.integrations.gang import SCHEDULER_PLUGINS, VOLCANO
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 RUNNING = s.pod_status("Running")
 OTHER_UID = "0f0f0f0f-0000-4000-8000-000000000000"

@@ -1,11 +1,11 @@
-"""app.core.kubeenv: a container's environment as the kubelet gives it to the process."""
+"""app.core.mxnet.kubeenv: a container's environment as the kubelet gives it to the process."""
 
 from typing import Any
 
 import pytest
 
-from app.core.errors import EnvError
-from app.core.kubeenv import expand, resolve
+from app.core.model.errors import EnvError
+from app.core.mxnet.kubeenv import expand, resolve
 
 # The cases of kubelet v1.32's own test of its expansion
 # (third_party/forked/golang/expansion/expand_test.go, doExpansionTest), run here against

@@ -1,12 +1,12 @@
-"""How the job's pods read its ConfigMap (app/core/layout.py): what the observed pods show, and
+"""How the job's pods read its ConfigMap (app/core/mxnet/layout.py): what the observed pods show, and
 so the layout whose requests the size rule bounds (a pod keeps its env for life)."""
 
 from typing import Any
 
 import pytest
 
-from app.core import layout
-from app.core.layout import Layout
+from app.core.mxnet import layout
+from app.core.mxnet.layout import Layout
 
 NONE = layout.ConfigMapUse()
 OLD, WHOLE = layout.ConfigMapUse(old_keys=True), layout.ConfigMapUse(env_from=True)

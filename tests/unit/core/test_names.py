@@ -1,4 +1,4 @@
-"""Names and labels of a job's children (app/core/names.py): `<job>-<t>-<i>` for a replica's
+"""Names and labels of a job's children (app/core/mxnet/names.py): `<job>-<t>-<i>` for a replica's
 Service and first pod, a suffixed name for each replacement, the four labels a Service selects
 its pods by, and metadata with only what the job has (docs/behaviour.md#children)."""
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.core import names
-from app.core.spec import ReplicaType
+from app.core.model.spec import ReplicaType
+from app.core.mxnet import names
 
 JOB_LABELS = {
     "training.kubeflow.org/operator-name": "mxjob-controller",

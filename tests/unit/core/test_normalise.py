@@ -4,9 +4,9 @@ from typing import Any
 
 import pytest
 
-from app.core.errors import SpecError
-from app.core.normalise import normalise
-from app.core.spec import CleanPodPolicy, MXJobSpec, ReplicaType, RestartPolicy
+from app.core.model.errors import SpecError
+from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType, RestartPolicy
+from app.core.validate.validation import normalise
 from tests.support.jobs import replica
 
 TEMPLATE = replica()["template"]

@@ -1,14 +1,14 @@
-"""The job's observed pods, read once a sync (app/core/observed.py): each as an attempt of its
+"""The job's observed pods, read once a sync (app/core/observe/replicas.py): each as an attempt of its
 replica index with how they read the job's ConfigMap, and every replica index of the spec with
 its attempts, the Services read only where needed."""
 
 from typing import Any
 
-from app.core import observed
-from app.core.layout import ConfigMapUse
-from app.core.pods import observe
-from app.core.spec import ReplicaType
-from app.core.validation import validated_spec
+from app.core.model.spec import ReplicaType
+from app.core.mxnet.layout import ConfigMapUse
+from app.core.observe import replicas
+from app.core.observe.pods import observe
+from app.core.validate.validation import validated_spec
 from tests.support.jobs import created, mxjob, pods_of, request, services_of, train_spec
 from tests.support.jobs import observed as as_observed
 
@@ -27,7 +27,7 @@ def _running_job() -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 def test_the_pods_are_read_once_as_attempts_of_the_job() -> None:
     pods, _ = _running_job()
-    read = observed.read_pods(pods, "mnist")
+    read = replicas.read_pods(pods, "mnist")
     assert read.attempts == observe(pods.values(), "mnist")
     assert [a.name for a in read.attempts] == [
         "mnist-scheduler-0",
@@ -47,7 +47,7 @@ def test_the_services_are_read_only_for_an_index_without_a_pod() -> None:
         reads.append(None)
         return services
 
-    everyone = observed.owned(observed.read_pods(pods, "mnist"), read_services, "mnist", spec)
+    everyone = replicas.owned(replicas.read_pods(pods, "mnist"), read_services, "mnist", spec)
     assert [(r.rtype, r.index, len(r.attempts)) for r in everyone.replicas] == [
         (ReplicaType.SCHEDULER, 0, 1),
         (ReplicaType.SERVER, 0, 1),
@@ -56,6 +56,6 @@ def test_the_services_are_read_only_for_an_index_without_a_pod() -> None:
     ]
     assert reads == []
     del pods["mnist-worker-1"]
-    after = observed.owned(observed.read_pods(pods, "mnist"), read_services, "mnist", spec)
+    after = replicas.owned(replicas.read_pods(pods, "mnist"), read_services, "mnist", spec)
     assert (after.replicas[3].attempts, after.replicas[3].recorded) == ((), (0, 0))
     assert reads == [None]

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from app.core import conditions
-from app.core.reasons import REASON_INVALID
-from app.core.reconcile import sync
+from app.core.model import conditions
+from app.core.model.conditions import REASON_INVALID
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 RUNNING = s.pod_status("Running")
 FAR_FUTURE = "9999-12-31T23:59:59Z"

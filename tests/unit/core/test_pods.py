@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from app.core import names
-from app.core.pods import attempt_of, count, observe
-from app.core.reconcile import sync
-from app.core.spec import ReplicaType
+from app.core.model.spec import ReplicaType
+from app.core.mxnet import names
+from app.core.observe.pods import attempt_of, count, observe
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 RUNNING = s.pod_status("Running")
 

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.core.reconcile import sync
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 POLICIES = st.sampled_from(["Always", "OnFailure", "Never", "ExitCode"])
 PHASES = st.sampled_from(["Pending", "Running", "Succeeded", "Failed", "Unknown"])

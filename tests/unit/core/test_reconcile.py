@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from app.core.reconcile import sync, sync_result
 from app.integrations.events import CHILD_TYPE
 from tests.support import jobs as s
+from tests.support.hooked import sync, sync_result
 
 CREATED = {"type": "Created", "status": "True", "reason": "MXJobCreated"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.core import kinds
-from app.core.errors import RenderError
+from app.core.model import kinds
+from app.core.model.errors import RenderError
 from app.core.render import render
 from tests.support import REPO
 from tests.support import jobs as s

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from app.core import builders
-from app.core.names import ANNOTATION_REPLICA_SERVICES, ReplicaServices
-from app.core.reconcile import sync
-from app.core.spec import ReplicaType
-from app.core.validation import validated_spec
+from app.core.build import children
+from app.core.model.spec import ReplicaType
+from app.core.mxnet.names import ANNOTATION_REPLICA_SERVICES, ReplicaServices
+from app.core.validate.validation import validated_spec
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 CONFIG_MAPS: dict[str, list[dict[str, Any]]] = {"ConfigMap.v1": []}
 ALL = ["mnist-scheduler-0", "mnist-server-0", "mnist-server-1", "mnist-worker-0", "mnist-worker-1"]
@@ -85,7 +85,7 @@ def test_a_job_without_a_scheduler_gets_no_service() -> None:
 )
 def test_job_context_has_service(services: ReplicaServices, rtype: ReplicaType, has: bool) -> None:
     spec = validated_spec("mnist", s.train_spec())
-    job = builders.job_context("mnist", "ns", spec, services=services)
+    job = children.job_context("mnist", "ns", spec, services=services)
     assert job.has_service(rtype) is has
 
 

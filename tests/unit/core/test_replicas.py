@@ -1,4 +1,4 @@
-"""Per replica index (app/core/replicas.py): what its current attempt needs under each restart
+"""Per replica index (app/core/observe/replicas.py): what its current attempt needs under each restart
 policy, which pod it should be running, which observed pods it keeps, and the attempts its
 Service remembers (docs/behaviour.md#restarts)."""
 
@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from app.core import names
-from app.core.pods import Attempt
-from app.core.replicas import Replica, Verdict, recorded_attempts, replicas_of
-from app.core.spec import ReplicaType, RestartPolicy
-from app.core.validation import validated_spec
+from app.core.model.spec import ReplicaType, RestartPolicy
+from app.core.mxnet import names
+from app.core.observe.pods import Attempt
+from app.core.observe.replicas import Replica, Verdict, recorded_attempts, replicas_of
+from app.core.validate.validation import validated_spec
 from tests.support.jobs import train_spec
 
 WORKER = ReplicaType.WORKER

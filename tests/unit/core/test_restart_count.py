@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.core.reconcile import sync
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 Life = tuple[dict[str, Any], dict[str, Any], dict[str, dict[str, Any]], int]
 KILLED = s.pod_status("Failed", exit_code=137)

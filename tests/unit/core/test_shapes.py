@@ -6,11 +6,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core.decide import deciders
-from app.core.reconcile import sync
-from app.core.validation import validated_spec
+from app.core.decide.decision import deciders
+from app.core.validate.validation import validated_spec
 from tests.support import FIXTURES, REPO
 from tests.support import jobs as s
+from tests.support.hooked import sync
 
 LEGACY = sorted((FIXTURES / "legacy").glob("*.yaml"))
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))

@@ -1,4 +1,4 @@
-"""The size rule (app/core/sizerule.py): MX_CONFIG fits a process's environment, a sync fits the
+"""The size rule (app/core/validate/sizerule.py): MX_CONFIG fits a process's environment, a sync fits the
 body limit and the parse budget; the CRD's CEL form agrees with the hook."""
 
 import json
@@ -8,18 +8,21 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import builders, kinds, mxconfigsize, parsecost, sizerule, validation
-from app.core.errors import SpecError
-from app.core.layout import Layout
-from app.core.normalise import normalise
-from app.core.parsecost import MiB
-from app.core.reconcile import sync
-from app.core.spec import MXJobSpec
+from app.core.build import children
+from app.core.model import kinds
+from app.core.model.errors import SpecError
+from app.core.model.spec import MXJobSpec
+from app.core.mxnet import mxconfig
+from app.core.mxnet.layout import Layout
+from app.core.validate import costs, sizerule, validation
+from app.core.validate.costs import MiB
+from app.core.validate.validation import normalise
 from app.service.settings import Settings
 from tests.support import jobs as s
 from tests.support.cel_size_rule import rule, sync_rule
 from tests.support.crd_admission import CRD_FILE, cel_errors
 from tests.support.golden_cases import released_0_1_0
+from tests.support.hooked import sync
 from tests.support.size_shapes import (
     BY_BYTES,
     BY_MX_CONFIG,
@@ -182,8 +185,8 @@ def test_the_layout_is_the_one_the_request_implies() -> None:
 
 
 def test_the_size_rule_keeps_an_eighth_of_the_hooks_parse_budget() -> None:
-    assert vars(sizerule)["PARSE_BUDGET"] is parsecost.PARSE_BUDGET
-    assert sizerule.MAX_SYNC_PARSE_COST == parsecost.PARSE_BUDGET * 7 // 8
+    assert vars(sizerule)["PARSE_BUDGET"] is costs.PARSE_BUDGET
+    assert sizerule.MAX_SYNC_PARSE_COST == costs.PARSE_BUDGET * 7 // 8
 
 
 # The largest jobs admitted before the size rule bounded the parse cost, whose sync
@@ -216,13 +219,13 @@ def test_mx_config_bytes_is_the_longest_mx_config(name: str, make: MakeSpec, mos
             if n < most
             else validation.validated_spec(name, make(most))
         )
-        job = builders.job_context(name, "ns", spec)
+        job = children.job_context(name, "ns", spec)
         longest = max(
-            len(builders.pod(job, t, i, 0, 0)["spec"]["containers"][0]["env"][0]["value"])
+            len(children.pod(job, t, i, 0, 0)["spec"]["containers"][0]["env"][0]["value"])
             for t, replica in spec.mxReplicaSpecs.items()
             for i in range(replica.replicas)
         )
-        assert mxconfigsize.mx_config_bytes(name, spec) == longest
+        assert mxconfig.mx_config_bytes(name, spec) == longest
 
 
 def test_linux_takes_the_longest_mx_config_and_not_a_byte_more() -> None:
@@ -242,7 +245,7 @@ def test_two_replicas_over_the_cap_nothing_fits() -> None:
             port = {"name": "mxjob-port", "containerPort": 1}
             replica["template"]["spec"]["containers"][0]["ports"] = [port]
         typed = MXJobSpec.model_validate(normalise(spec))
-        return mxconfigsize.mx_config_bytes("a", typed) <= sizerule.MAX_MX_CONFIG
+        return mxconfig.mx_config_bytes("a", typed) <= sizerule.MAX_MX_CONFIG
 
     cap = sizerule.MAX_REPLICAS
     assert [fits(n) for n in (cap, cap + 1, cap + 2)] == [True, True, False]
@@ -294,7 +297,7 @@ def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
     beyond = next(
         n
         for n in range(most + 1, most + 20)
-        if mxconfigsize.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
+        if mxconfig.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
         > sizerule.MAX_MX_CONFIG + CEL_SLACK
     )
     assert _cel_refuses(name, make(beyond))
@@ -330,7 +333,7 @@ def _spec(n: int) -> MXJobSpec:
 # A running Worker's pod and Service of each template shape, as the real Metacontroller sends
 # them under its default apply strategy (the larger of the two), measured by
 # tests/apiserver/test_size_estimate.py on 2026-11-23: (bytes, parse_cost of
-# app/core/parsecost.py), the smallest shape's bytes not recorded. That test holds the
+# app/core/validate/costs.py), the smallest shape's bytes not recorded. That test holds the
 # estimates to the live figures, this one to the recorded ones without a server. Without the
 # last-applied copies (server-side apply) each is smaller, 61,942 the smallest parse cost.
 MEASURED = {

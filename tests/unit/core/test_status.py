@@ -1,4 +1,4 @@
-"""The job's status (app/core/status.py): the previous one read once, as far as it is
+"""The job's status (app/core/decide/status.py): the previous one read once, as far as it is
 well-formed, and the whole status assembled from a decision, for a valid spec and an invalid
 one (docs/behaviour.md#status, #validation)."""
 
@@ -7,13 +7,15 @@ from typing import Any
 
 import pytest
 
-from app.core import status
-from app.core.decision import Decision
-from app.core.pods import Attempt
-from app.core.replicas import Replica
-from app.core.spec import ReplicaType, RestartPolicy
-from app.core.times import format_time
-from app.core.validation import validated_spec
+from app.core.decide import status
+from app.core.model.conditions import completion_time
+from app.core.model.seam import Decision
+from app.core.model.spec import ReplicaType, RestartPolicy
+from app.core.model.values import format_time
+from app.core.observe.pods import Attempt
+from app.core.observe.previous import read_previous
+from app.core.observe.replicas import Replica
+from app.core.validate.validation import validated_spec
 from tests.support.jobs import NOW, condition, train_spec
 
 T0, T1 = "2026-11-22T11:00:00Z", format_time(NOW)
@@ -40,7 +42,7 @@ COUNTS = {"Scheduler": {"active": 0, "succeeded": 1, "failed": 0}}
 def test_the_previous_conditions(
     raw: dict[str, Any] | None, has_children: bool, conditions: list[dict[str, str]]
 ) -> None:
-    previous = status.read_previous(raw, has_children)
+    previous = read_previous(raw, has_children)
     assert (previous.conditions, previous.finished) == (conditions, BROKEN in conditions)
 
 
@@ -56,15 +58,15 @@ def test_the_previous_conditions(
 def test_the_previous_start_time_and_restart_count(
     raw: dict[str, Any], start_time: str | None, restart_count: int | None
 ) -> None:
-    previous = status.read_previous(raw, has_children=False)
+    previous = read_previous(raw, has_children=False)
     assert (previous.start_time, previous.restart_count) == (start_time, restart_count)
 
 
 def test_the_previous_status_without_one_condition_is_finished_no_more() -> None:
-    previous = status.read_previous({"conditions": [CREATED, BROKEN]}, has_children=False)
+    previous = read_previous({"conditions": [CREATED, BROKEN]}, has_children=False)
     assert previous.finished
-    assert status.read_previous(None, False).without("Failed") == status.read_previous(None, False)
-    assert previous.without("Failed") == status.read_previous({"conditions": [CREATED]}, False)
+    assert read_previous(None, False).without("Failed") == read_previous(None, False)
+    assert previous.without("Failed") == read_previous({"conditions": [CREATED]}, False)
 
 
 SPEC = validated_spec("mnist", train_spec(servers=0, workers=3))
@@ -133,7 +135,7 @@ DONE = [CREATED, SUCCEEDED]
     ],
 )  # fmt: skip
 def test_the_status_of_a_valid_job(made: Decision, recorded: Any, expected: dict[str, Any]) -> None:
-    previous = status.read_previous({"replicaStatuses": recorded}, has_children=True)
+    previous = read_previous({"replicaStatuses": recorded}, has_children=True)
     assert status.of_valid_job(made, SPEC, REPLICAS, previous) == expected
 
 
@@ -166,7 +168,7 @@ KEPT = " Its pods and Services are kept as they are until the spec is valid agai
 def test_the_status_of_an_invalid_job(
     raw: dict[str, Any] | None, has_children: bool, expected: dict[str, Any]
 ) -> None:
-    previous = status.read_previous(raw, has_children)
+    previous = read_previous(raw, has_children)
     answer = status.of_invalid_job("mnist", "spec.x: wrong", previous, has_children, NOW)
     assert answer == expected
 
@@ -199,4 +201,4 @@ def test_which_conditions_say_the_spec_is_invalid(
 def test_the_completion_time_is_when_it_finished(
     conditions: list[dict[str, str]], completed: str | None
 ) -> None:
-    assert status.completion_time(conditions) == completed
+    assert completion_time(conditions) == completed

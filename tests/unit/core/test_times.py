@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from app.core.times import MAX_WAIT_SECONDS, format_time, parse_time, seconds_until, sooner
+from app.core.model.values import MAX_WAIT_SECONDS, format_time, parse_time, seconds_until, sooner
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 

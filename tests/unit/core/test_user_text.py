@@ -1,6 +1,6 @@
 """User text in a job (a tuner-server-key annotation, a legacy `label`, a template's own
 annotations and env) reaches every process and every child exactly as written, in each layout
-of MX_CONFIG: through the kubelet's `$(VAR)` expansion (app/core/kubeenv.py), `$` and `$(...)`
+of MX_CONFIG: through the kubelet's `$(VAR)` expansion (app/core/mxnet/kubeenv.py), `$` and `$(...)`
 included."""
 
 import json
@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core import kinds, kubeenv, mxconfig
+from app.core.model import kinds
+from app.core.mxnet import kubeenv, mxconfig
 from app.core.render import INLINE_CHILD_TYPES, render
 from tests.support import REPO
 from tests.support import jobs as s

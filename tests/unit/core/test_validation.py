@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.core.errors import SpecError
-from app.core.validation import validated_spec
+from app.core.model.errors import SpecError
+from app.core.validate.validation import validated_spec
 from tests.support.jobs import replica, train_spec
 
 Edit = Callable[[dict[str, Any]], None]

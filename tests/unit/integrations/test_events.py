@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 import yaml
 
-from app.core.envelope import ObjectMeta
-from app.core.reconcile import sync
+from app.core.model.envelope import ObjectMeta
 from app.integrations.events import CHILD_TYPE, MAX_AGE_SECONDS, MAX_EVENTS, desired, expiry_in
 from tests.support import REPO
+from tests.support.hooked import sync
 from tests.support.jobs import UID, condition, created, mxjob, request, train_spec
 from tests.support.kustomize import documents
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from app.core import envelope
-from app.core.seam import Joining
-from app.core.spec import MXJobSpec
+from app.core.model import envelope
+from app.core.model.seam import Joining
+from app.core.model.spec import MXJobSpec
 from app.integrations import gang
 from tests.support import jobs as s
 from tests.support.jobs import train_spec

@@ -1,38 +1,155 @@
-"""The house's size limits on the service's code: a module a reader takes in at once (at most
-300 lines), a function that fits on a screen (at most 50 lines, decorators and docstring
-included). docs/development.md states both."""
+"""The house's limits, over every tree of Python in the repository: a module a reader takes in at
+once (at most 300 lines), a function that fits on a screen (at most 50 lines, decorators and
+docstring included), and no import cycle among its modules. docs/development.md states them."""
 
 import ast
 from pathlib import Path
 
 from tests.support import REPO
 
-APP = REPO / "app"
+TREES = ("app", "scripts", "localcluster", "e2e", "tests")
 MODULE_LINES = 300
 FUNCTION_LINES = 50
+# Outside app/, what was over a limit when the limits came to these trees (issue 40), to be
+# split: the list only shrinks (a module or function on it that is within the limit fails).
+NOT_YET_SPLIT = frozenset(
+    {
+        "localcluster/apiserver.py",
+        "scripts/bench/e2e.py",
+        "scripts/bench/e2e.py:cli",
+        "scripts/bench/e2e.py:measure",
+        "scripts/bench/e2e_report.py",
+        "scripts/bench/e2e_report.py:targets_table",
+        "scripts/bench/latency.py",
+        "scripts/bench/latency.py:breakdown",
+        "scripts/bench/latency.py:main",
+        "scripts/bench/latency.py:one_job",
+        "scripts/bench/observe.py:watching",
+        "scripts/soak.py",
+        "tests/apiserver/test_configmap_name_clash.py:test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait",
+        "tests/apiserver/test_events.py:test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl",
+        "tests/apiserver/test_hook_token.py:test_metacontroller_sends_the_documented_token_and_a_wrong_one_is_refused",
+        "tests/apiserver/test_kube_state_metrics.py",
+        "tests/apiserver/test_kube_state_metrics.py:recorded",
+        "tests/apiserver/test_kueue.py",
+        "tests/apiserver/test_kueue.py:test_higher_priority_preempts_lower",
+        "tests/apiserver/test_kueue.py:test_label_edits_never_stop_a_running_job",
+        "tests/apiserver/test_kueue_admission.py",
+        "tests/apiserver/test_kueue_pods_ready.py:test_a_job_whose_pods_never_start_is_evicted_requeued_then_deactivated",
+        "tests/apiserver/test_metacontroller_ha.py",
+        "tests/apiserver/test_migration.py",
+        "tests/apiserver/test_migration.py:test_switching_keeps_the_jobs_and_releases_training_operators_pods",
+        "tests/apiserver/test_migration_v1_8.py",
+        "tests/apiserver/test_migration_v1_8.py:test_the_guide_on_training_operator_v1_8_1",
+        "tests/apiserver/test_real_configmap.py:test_a_job_of_release_0_1_0_keeps_its_pods_and_its_keys",
+        "tests/apiserver/test_upgrade.py",
+        "tests/apiserver/test_upgrade.py:test_upgrade_from_0_2_0_and_back",
+        "tests/apiserver/test_worst_case.py:test_largest_admitted_job_syncs_within_the_body_limit",
+        "tests/e2e/test_mxnet_e2e.py",
+        "tests/http/test_admission.py",
+        "tests/http/test_admission.py:test_an_error_answer_keeps_neither_the_body_nor_the_parsed_request",
+        "tests/http/test_fuzz.py",
+        "tests/http/test_fuzz.py:mutation",
+        "tests/http/test_hostile_clients.py",
+        "tests/http/test_hostile_clients.py:test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers",
+        "tests/manifests/test_manifests.py",
+        "tests/manifests/test_release.py",
+        "tests/manifests/test_release.py:test_release_check_refuses_what_the_rule_forbids",
+        "tests/simulated/test_kueue.py:test_a_whole_life_preempted_and_requeued",
+        "tests/support/crd_cases.py",
+        "tests/support/golden_cases.py",
+        "tests/unit/controllers/test_kueue_status.py:test_status_patch",
+        "tests/unit/core/test_builders.py",
+        "tests/unit/core/test_shapes.py:test_decider",
+        "tests/unit/core/test_size_rule.py",
+        "tests/unit/core/test_validation.py",
+        "tests/unit/core/test_validation.py:test_invalid_train_spec",
+        "tests/unit/integrations/kueue/test_sync.py",
+        "tests/unit/integrations/test_events.py:test_story",
+    }
+)
 
 
 def modules() -> list[Path]:
-    return sorted(APP.rglob("*.py"))
+    return sorted(p for tree in TREES for p in (REPO / tree).rglob("*.py"))
 
 
-def test_no_module_is_over_the_limit() -> None:
-    over = {
-        str(p.relative_to(REPO)): n
-        for p in modules()
-        if (n := len(p.read_text().splitlines())) > MODULE_LINES
-    }
-    assert modules(), "no module found under app/"
-    assert over == {}
+def name_of(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def test_no_function_is_over_the_limit() -> None:
+def over_the_limits() -> dict[str, int]:
     over = {}
     for path in modules():
-        for node in ast.walk(ast.parse(path.read_text())):
+        text = path.read_text()
+        where = str(path.relative_to(REPO))
+        if (n := len(text.splitlines())) > MODULE_LINES:
+            over[where] = n
+        for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 length = (node.end_lineno or node.lineno) - first + 1
                 if length > FUNCTION_LINES:
-                    over[f"{path.relative_to(REPO)}:{node.name}"] = length
-    assert over == {}
+                    over[f"{where}:{node.name}"] = length
+    return over
+
+
+def test_nothing_new_is_over_the_limits() -> None:
+    assert modules(), "no module found"
+    over = over_the_limits()
+    assert {k: n for k, n in over.items() if k not in NOT_YET_SPLIT} == {}
+    assert sorted(NOT_YET_SPLIT - set(over)) == [], "split now: take it off NOT_YET_SPLIT"
+
+
+def test_nothing_in_app_waits_to_be_split() -> None:
+    assert [k for k in NOT_YET_SPLIT if k.startswith("app/")] == []
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """The repository's modules that `path` imports, anywhere in it (TYPE_CHECKING included)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        else:
+            continue
+        found |= {name for name in names if name in known}
+    return found
+
+
+def cycles() -> list[list[str]]:
+    """The import cycles among the repository's modules (Tarjan's strongly connected parts)."""
+    paths = {name_of(p): p for p in modules()}
+    graph = {name: imports(path, set(paths)) - {name} for name, path in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph[node]:
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            part = []
+            while (top := stack.pop()) != node:
+                part.append(top)
+            if part:
+                out.append(sorted([node, *part]))
+
+    for name in sorted(graph):
+        if name not in index:
+            visit(name)
+    return out
+
+
+def test_no_import_cycle() -> None:
+    assert cycles() == []

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.core.spec import MXJobSpec
+from app.core.model.spec import MXJobSpec
 from app.integrations import kueue
 from tests.support.jobs import (
     train_spec,

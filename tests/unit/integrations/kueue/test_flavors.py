@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.model.spec import MXJobSpec, ReplicaType
 from app.integrations.kueue.admission import Admission, PodSetInfo
 from app.integrations.kueue.flavors import pod_set_infos
 from tests.support.jobs import replica

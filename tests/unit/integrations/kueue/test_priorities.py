@@ -4,7 +4,7 @@ related objects."""
 
 import pytest
 
-from app.core.spec import MXJobSpec
+from app.core.model.spec import MXJobSpec
 from app.integrations import kueue
 from tests.support.jobs import (
     train_spec,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.core.reconcile import sync
 from app.integrations import kueue
+from tests.support.hooked import sync
 from tests.support.jobs import (
     created,
     later,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.core.spec import MXJobSpec, ReplicaType
+from app.core.model.spec import MXJobSpec, ReplicaType
 from app.integrations import kueue
 from app.integrations.kueue.workloads import covers, pod_sets, workload, workload_name
 from tests.support.jobs import container, replica, train_spec

@@ -1,0 +1,125 @@
+"""The children a job should have this sync, following the decision: its pods and Services by
+replica index and attempt, and the children one of each per job that go ahead of them."""
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from app.core.build import children
+from app.core.model.seam import Decision, Heard, Turn, add_to_pod, heard
+from app.core.model.spec import CleanPodPolicy, MXJobSpec
+from app.core.model.values import parse_time, seconds_until
+from app.core.observe.pods import Attempt
+from app.core.observe.replicas import ObservedReplicas, Replica
+
+Child = dict[str, Any]
+
+
+def desired_children(
+    job: children.JobContext,
+    owned: ObservedReplicas,
+    decision: Decision,
+    now: datetime,
+    turns: Sequence[Turn] = (),
+) -> tuple[list[Child], int]:
+    """The children the job should have, and the resync delay its timers need; `turns`: the
+    integrations' parts in the sync (app/core/model/seam.py), whose children these do not
+    include."""
+    out, resync = _pods_and_services(job, owned, decision, now, heard(turns))
+    out[:0] = _job_children(job, turns) if out else []
+    return out, resync
+
+
+def _pods_and_services(
+    job: children.JobContext,
+    owned: ObservedReplicas,
+    decision: Decision,
+    now: datetime,
+    said: Heard,
+) -> tuple[list[Child], int]:
+    if not decision.finished:
+        if job.spec.runPolicy.suspend or said.wait:
+            return [], 0
+        return _while_running(job, owned.replicas, said), decision.resync_after
+    if decision.finishing:
+        return _of_attempts(job, owned.attempts, owned.replicas), 0
+    ttl_left = _ttl_left(job.spec, decision, now)
+    if ttl_left == 0:
+        return [], 0
+    left = [a for a in owned.attempts if _survives_cleanup(decision.cleanup, a)]
+    return _of_attempts(job, left, owned.replicas), ttl_left or 0
+
+
+def _job_children(job: children.JobContext, turns: Sequence[Turn]) -> list[Child]:
+    """One of each per job, while it has pods, ahead of them in the answer: the integrations'
+    (a gang scheduler's PodGroup) and the ConfigMap the pods read MX_CONFIG's shared parts from
+    (Metacontroller applies child types in its own order: docs/behaviour.md#children)."""
+    out = [child for turn in turns for child in turn.job_children()]
+    if job.reads.config_map:
+        out.append(children.config_map(job))
+    return out
+
+
+def _while_running(
+    job: children.JobContext,
+    replicas: list[Replica],
+    said: Heard,
+) -> list[Child]:
+    """The pods and Services of a running job, in the answer's order: every pod, then every
+    Service the job has (`JobContext.services`)."""
+    pods: list[Child] = []
+    services = []
+    for replica in replicas:
+        first = len(pods)
+        going_on = replica.going_on()
+        if going_on is not None:
+            # The usual case: one pod, which goes on as it is.
+            attempt, restarts = going_on.attempt, going_on.restarts_before
+            pods.append(children.pod(job, replica.rtype, replica.index, attempt, restarts))
+        else:
+            attempt, restarts = replica.next_attempt
+            wanted = {a.attempt: a.restarts_before for a in replica.keep_while_running()}
+            wanted.setdefault(attempt, restarts)
+            pods += [
+                children.pod(job, replica.rtype, replica.index, n, r)
+                for n, r in sorted(wanted.items())
+            ]
+        for update in said.pod_updates(replica.rtype):
+            for built in pods[first:]:
+                add_to_pod(built, update)
+        if job.has_service(replica.rtype):
+            services.append(children.service(job, replica.rtype, replica.index, attempt, restarts))
+    return pods + services
+
+
+def _of_attempts(
+    job: children.JobContext, attempts: Iterable[Attempt], replicas: list[Replica]
+) -> list[Child]:
+    """Pods for these observed attempts, and the Services of their replicas that the job
+    has."""
+    wanted = {(r.rtype, r.index) for r in replicas}
+    ours = [a for a in attempts if (a.rtype, a.index) in wanted]
+    pods = [children.pod(job, a.rtype, a.index, a.attempt, a.restarts_before) for a in ours]
+    with_pods = {(a.rtype, a.index) for a in ours}
+    services = []
+    for replica in replicas:
+        if (replica.rtype, replica.index) in with_pods and job.has_service(replica.rtype):
+            attempt, restarts = replica.next_attempt
+            services.append(children.service(job, replica.rtype, replica.index, attempt, restarts))
+    return pods + services
+
+
+def _survives_cleanup(policy: CleanPodPolicy, attempt: Attempt) -> bool:
+    """Whether a finished job's clean-up (`Decision.cleanup`) leaves this pod."""
+    if policy is CleanPodPolicy.ALL:
+        return False
+    return policy is CleanPodPolicy.NONE or attempt.phase in ("Succeeded", "Failed")
+
+
+def _ttl_left(spec: MXJobSpec, decision: Decision, now: datetime) -> int | None:
+    """Seconds until the finished job's children expire; None without a TTL."""
+    ttl = spec.runPolicy.ttlSecondsAfterFinished
+    completed = parse_time(decision.completion_time)
+    if ttl is None or completed is None:
+        return None
+    return seconds_until(completed, ttl, now)

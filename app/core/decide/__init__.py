@@ -1,0 +1,1 @@
+"""This sync's decision about the job, from what was observed, and the status assembled from it."""
