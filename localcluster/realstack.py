@@ -150,6 +150,11 @@ def serve_hook(workdir: Path, env: dict[str, str] | None = None) -> Iterator[Hoo
         stop(hook.process)
 
 
+# How the API server words a refusal for want of a right: RBAC's, and the owner-reference
+# plugin's (its message names no user).
+RIGHT_REFUSED = (" is forbidden: User ", "cannot set blockOwnerDeletion")
+
+
 @dataclass(frozen=True)
 class Metacontroller:
     log: Path
@@ -157,12 +162,12 @@ class Metacontroller:
     metrics_url: str
 
     def refusals(self) -> list[str]:
-        """Its log lines that tell of a request the API server refused (403): a rule its role
-        lacks, or one an admission plugin asks for (OwnerReferencesPermissionEnforcement's
-        `is forbidden: cannot set blockOwnerDeletion ...`). It logs a refused watch and goes
-        on, so only its log shows it."""
+        """Its log lines that tell of a request the API server refused (403) for want of a
+        right: a rule its role lacks, or one OwnerReferencesPermissionEnforcement asks for
+        (`cannot set blockOwnerDeletion ...`). Not other 403s, such as a create in a namespace
+        being deleted. It logs a refused watch and goes on, so only its log shows it."""
         lines = self.log.read_text(errors="replace").splitlines()
-        return [line for line in lines if " is forbidden: " in line]
+        return [line for line in lines if any(why in line for why in RIGHT_REFUSED)]
 
 
 def binds_metacontroller(binding: dict[str, Any]) -> bool:

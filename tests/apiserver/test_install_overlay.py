@@ -102,14 +102,15 @@ def documented_patches() -> list[list[str]]:
 
 def documented_ha_steps() -> list[list[str]]:
     """The `kubectl scale` and `kubectl apply -f` lines of docs/install.md's "High
-    availability" after its patch (the `rollout status` between them needs a kubelet)."""
+    availability" (the leader election's Role, the second replica, the PodDisruptionBudget; the
+    `rollout status` between them needs a kubelet)."""
     text = (REPO / "docs" / "install.md").read_text().split("### High availability")[1]
     lines = [
         line.split()[1:]
         for line in text.splitlines()
         if line.startswith(("kubectl -n metacontroller scale", "kubectl apply -f manifests/"))
     ]
-    assert len(lines) == 2, lines
+    assert len(lines) == 3, lines
     return lines
 
 
@@ -128,6 +129,8 @@ def test_two_step_install_gets_the_flags_by_the_documented_patch(
         statefulset = server.get("statefulset", "metacontroller", "--namespace=metacontroller")
         policy = server.get("validatingadmissionpolicy", GUARD)
         budget = server.get("pdb", "metacontroller", "--namespace=metacontroller")
+        role = server.get("role", "metacontroller-leader-election", "--namespace=metacontroller")
+    assert [r["verbs"] for r in role["rules"]] == [["create"], ["get", "update"]]
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]
     assert container["args"] == ARGS, "the same as the one-command install"
     assert statefulset["spec"]["replicas"] == 2
