@@ -20,17 +20,9 @@ from scripts.bench.controllers import (
 from scripts.bench.e2e.figures import Measure, summary
 from scripts.bench.fleet import Idle, Plan, fleet
 from scripts.bench.namespaces import cleanup, mark_pods, new_namespace
-from scripts.bench.observe import (
-    Seen,
-    audited,
-    cpu_seconds,
-    hook_log,
-    hook_syncs,
-    memory_mib,
-    wait_for,
-    watching,
-)
+from scripts.bench.observe import audited, cpu_seconds, hook_log, hook_syncs, memory_mib
 from scripts.bench.pprof import CpuProfile, top
+from scripts.bench.watch import Seen, wait_for, watching
 from scripts.bench.workloads import SCENARIOS, Scenario, Setting, mxjob
 
 

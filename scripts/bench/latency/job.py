@@ -14,7 +14,7 @@ from localcluster.stack import Stack
 from scripts.bench.latency.breakdown import Breakdown, breakdown
 from scripts.bench.latency.logs import Requests, hook_syncs, namespace_events, sync_starts
 from scripts.bench.namespaces import TYPE_LABEL, cleanup, mark_pods, new_namespace
-from scripts.bench.observe import Seen, wait_for, watching
+from scripts.bench.watch import Seen, wait_for, watching
 from scripts.bench.workloads import Scenario, mxjob
 
 QUIET = 1.5  # seconds without a hook call or a request of Metacontroller: the job settled
