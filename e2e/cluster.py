@@ -29,7 +29,7 @@ from typing import Any
 from app.core.model.errors import EnvError
 from app.core.mxnet import kubeenv
 from e2e import images
-from localcluster import apiserver, kubelet
+from localcluster import errors, kubelet
 from localcluster.kubelet import MAIN_CONTAINER
 
 # ps-lite's servers and workers advertise an address to the scheduler: DMLC_NODE_HOST if set,
@@ -46,7 +46,7 @@ _UNSHARE = ("unshare", "--mount", "--propagation", "private", "--")
 _PRIVATE_HOSTS = (*_UNSHARE, "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"')
 
 
-class ClusterError(apiserver.ClusterError):
+class ClusterError(errors.ClusterError):
     """A pod this double cannot run as asked (it says why); a failure of the local cluster
     like the API server's not starting, so that one `except` catches both."""
 

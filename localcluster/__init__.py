@@ -2,8 +2,9 @@
 
 etcd and kube-apiserver (`apiserver`), the real Metacontroller and the real hook (`realstack`),
 all of them together with our CRDs installed (`stack`), a REST client (`rest`), a kubelet
-stand-in that reports pod status (`kubelet`), waiting on a condition (`waiting`) and a free
-loopback port (`ports`). The binaries come from scripts/ (`buildscript`).
+stand-in that reports pod status (`kubelet`), a server as a child process (`processes`),
+waiting on a condition (`waiting`), a free loopback port (`ports`) and what can go wrong
+(`errors`). The binaries come from scripts/ (`buildscript`, `binaries`).
 """
 
 from pathlib import Path

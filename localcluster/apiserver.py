@@ -5,10 +5,7 @@ import os
 import secrets
 import ssl
 import subprocess
-import sys
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,15 +13,28 @@ from typing import Any
 
 import yaml
 
-from . import REPO, buildscript
-from .buildscript import stop
+from .binaries import BUILD_TIMEOUT, Binaries, obtain_binaries, obtain_kubectl
+from .errors import ClusterError, KubectlError
 from .pki import Pki, make_pki
 from .ports import free_port
-from .waiting import NotSeen, wait_for
+from .processes import http_ok, running, wait_until
 
-BINARIES_SCRIPT = REPO / "scripts" / "k8s-binaries.sh"
-BUILD_TIMEOUT = 40 * 60  # a cold Go build of kube-apiserver on 2 cores; later runs take a second
-START_TIMEOUT = 120
+# The names callers have long imported from here, wherever they now live.
+__all__ = [
+    "BUILD_TIMEOUT",
+    "ApiServer",
+    "Binaries",
+    "ClusterError",
+    "KubectlError",
+    "cluster",
+    "http_ok",
+    "obtain_binaries",
+    "obtain_kubectl",
+    "running",
+    "token_kubeconfig",
+    "wait_until",
+]
+
 KUBECTL_TIMEOUT = 60
 ADMIN_USER = "mxjob-test-admin"
 # Who Metacontroller is in a cluster (the with-metacontroller overlay's ServiceAccount), and the
@@ -35,28 +45,6 @@ METACONTROLLER_GROUPS = (
     "system:serviceaccounts:metacontroller",
     "system:authenticated",
 )
-
-
-class ClusterError(RuntimeError):
-    """etcd or the API server could not be obtained, started or reached."""
-
-
-class KubectlError(AssertionError):
-    """kubectl exited non-zero; carries what it printed."""
-
-    def __init__(self, args: Sequence[str], result: subprocess.CompletedProcess[str]) -> None:
-        self.result = result
-        super().__init__(
-            f"kubectl {' '.join(args)} exited {result.returncode}\n"
-            f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-        )
-
-
-@dataclass(frozen=True)
-class Binaries:
-    kube_apiserver: Path
-    etcd: Path
-    kubectl: Path
 
 
 @dataclass(frozen=True)
@@ -113,84 +101,6 @@ class ApiServer:
         """`kubectl get ... -o json`, parsed."""
         document: dict[str, Any] = json.loads(self.kubectl("get", *args, "-o", "json").stdout)
         return document
-
-
-def obtain_binaries(progress: Callable[[str], None]) -> Binaries:
-    """Run scripts/k8s-binaries.sh (a cold build takes minutes) and return the paths it prints."""
-    paths = _binaries_script([], progress)
-    try:
-        return Binaries(
-            kube_apiserver=paths["KUBE_APISERVER"], etcd=paths["ETCD"], kubectl=paths["KUBECTL"]
-        )
-    except KeyError as missing:
-        raise ClusterError(f"{BINARIES_SCRIPT} printed no {missing}") from None
-
-
-def obtain_kubectl(progress: Callable[[str], None]) -> Path:
-    """Only the kubectl of scripts/k8s-binaries.sh (`kubectl` argument): the machine's of the
-    pinned minor, else one it builds and caches."""
-    paths = _binaries_script(["kubectl"], progress)
-    if "KUBECTL" not in paths:
-        raise ClusterError(f"{BINARIES_SCRIPT} kubectl printed no KUBECTL")
-    return paths["KUBECTL"]
-
-
-def _binaries_script(args: list[str], progress: Callable[[str], None]) -> dict[str, Path]:
-    try:
-        env = {**os.environ, "PYTHON": sys.executable}
-        return buildscript.run(BINARIES_SCRIPT, args, progress, env, BUILD_TIMEOUT)
-    except buildscript.BuildScriptError as error:
-        raise ClusterError(str(error)) from None
-
-
-@contextmanager
-def running(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """Start a command in its own process group, logging to a file; stop the group on exit."""
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    try:
-        yield process
-    finally:
-        stop(process)
-
-
-def wait_until(
-    ready: Callable[[], bool],
-    process: subprocess.Popen[bytes],
-    log: Path,
-    what: str,
-    timeout: float = START_TIMEOUT,
-) -> None:
-    """Poll `ready` until it holds; fail with the process log if it exits or time runs out."""
-
-    def alive_and_ready() -> bool:
-        if process.poll() is not None:
-            raise ClusterError(f"{what} exited {process.returncode}:\n{_tail(log)}")
-        return ready()
-
-    try:
-        wait_for(alive_and_ready, what, timeout)
-    except NotSeen:
-        raise ClusterError(f"{what} not ready after {timeout} s:\n{_tail(log)}") from None
-
-
-def _tail(log: Path, lines: int = 60) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
-
-
-def http_ok(url: str, context: ssl.SSLContext | None = None, token: str | None = None) -> bool:
-    """Whether `url` answers 200 (a readiness or health probe)."""
-    request = urllib.request.Request(url)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def etcd_command(etcd: Path, data_dir: Path, client_port: int, peer_port: int) -> list[str]:

@@ -30,10 +30,13 @@ from typing import Any
 import yaml
 
 from . import REPO, buildscript
-from .apiserver import BUILD_TIMEOUT, ApiServer, ClusterError, http_ok, running, wait_until
+from .apiserver import ApiServer
+from .binaries import BUILD_TIMEOUT
 from .buildscript import stop
+from .errors import ClusterError
 from .pki import make_pki
 from .ports import free_port
+from .processes import http_ok, running, wait_until
 
 SCRIPT = REPO / "scripts" / "kueue-binary.sh"
 NAMESPACE = "kueue-system"

@@ -29,17 +29,12 @@ from typing import Any
 import yaml
 
 from . import REPO, buildscript
-from .apiserver import (
-    BUILD_TIMEOUT,
-    METACONTROLLER_USER,
-    ApiServer,
-    ClusterError,
-    http_ok,
-    running,
-    wait_until,
-)
+from .apiserver import METACONTROLLER_USER, ApiServer
+from .binaries import BUILD_TIMEOUT
 from .buildscript import stop
+from .errors import ClusterError
 from .ports import free_port, free_ports
+from .processes import http_ok, running, wait_until
 
 SCRIPT = REPO / "scripts" / "metacontroller-binary.sh"
 COMPOSITE_CONTROLLER = REPO / "metacontroller" / "compositecontroller.yaml"

@@ -15,8 +15,10 @@ from pathlib import Path
 import yaml
 
 from . import REPO as REPO  # re-exported: the benchmark reads it here
-from .apiserver import ApiServer, ClusterError, cluster, obtain_binaries
+from .apiserver import ApiServer, cluster
+from .binaries import obtain_binaries
 from .crds import install_crds
+from .errors import ClusterError
 from .realstack import (
     Hook,
     Metacontroller,

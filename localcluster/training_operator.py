@@ -27,9 +27,11 @@ from typing import Any
 import yaml
 
 from . import REPO, buildscript
-from .apiserver import ApiServer, ClusterError, http_ok, running, wait_until
+from .apiserver import ApiServer
+from .errors import ClusterError
 from .pki import webhook_pki
 from .ports import free_ports
+from .processes import http_ok, running, wait_until
 
 SCRIPT = REPO / "scripts" / "training-operator-binary.sh"
 NAMESPACE = "kubeflow"

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from localcluster.apiserver import ApiServer, cluster, obtain_binaries
+from localcluster.apiserver import ApiServer, cluster
+from localcluster.binaries import obtain_binaries
 from localcluster.crds import install_crds
 from localcluster.realstack import (
     composite_controller,

@@ -26,10 +26,11 @@ from localcluster import kubelet as podstatus
 from localcluster.rest import Rest as Kube
 from localcluster.rest import path
 from localcluster.stack import Stack, real_stack, release_0_1_0_flags, shipped_flags
-from scripts.bench.e2e import mark_pods, new_namespace
-from scripts.bench.observe import cpu_seconds, hook_log, wait_for, watching
+from scripts.bench.namespaces import mark_pods, new_namespace
+from scripts.bench.observe import cpu_seconds, hook_log
 from scripts.bench.pprof import CpuProfile, top
 from scripts.bench.report import machine, table
+from scripts.bench.watch import wait_for, watching
 from scripts.bench.workloads import SCENARIOS, mxjob
 
 ROUNDS = 12
