@@ -46,8 +46,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/apiserver/test_upgrade.py:test_upgrade_from_0_2_0_and_back",
         "tests/apiserver/test_worst_case.py:test_largest_admitted_job_syncs_within_the_body_limit",
         "tests/e2e/test_mxnet_e2e.py",
-        "tests/http/test_admission.py",
-        "tests/http/test_admission.py:test_an_error_answer_keeps_neither_the_body_nor_the_parsed_request",
         "tests/http/test_fuzz.py",
         "tests/http/test_fuzz.py:mutation",
         "tests/http/test_hostile_clients.py",
