@@ -48,8 +48,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/e2e/test_mxnet_e2e.py",
         "tests/http/test_fuzz.py",
         "tests/http/test_fuzz.py:mutation",
-        "tests/http/test_hostile_clients.py",
-        "tests/http/test_hostile_clients.py:test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers",
         "tests/manifests/test_manifests.py",
         "tests/manifests/test_release.py",
         "tests/manifests/test_release.py:test_release_check_refuses_what_the_rule_forbids",
