@@ -104,7 +104,10 @@ def test_the_section_has_every_way_and_five_steps() -> None:
 
 def test_step_1_makes_the_venv_as_make_run_does_and_says_it_blocks() -> None:
     block = sh_blocks(steps()[0])[0]
-    assert "python3 -m venv .venv\n.venv/bin/pip install --require-hashes -r requirements.lock\n" in block
+    assert (
+        "python3 -m venv .venv\n.venv/bin/pip install --require-hashes -r requirements.lock\n"
+        in block
+    )
     makefile = (REPO / "Makefile").read_text()
     assert "$(PYTHON) -m venv $(VENV)" in makefile
     assert "$(BIN)/pip install --quiet --require-hashes -r requirements.lock" in makefile
