@@ -51,8 +51,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/unit/core/test_builders.py",
         "tests/unit/core/test_shapes.py:test_decider",
         "tests/unit/core/test_size_rule.py",
-        "tests/unit/core/test_validation.py",
-        "tests/unit/core/test_validation.py:test_invalid_train_spec",
         "tests/unit/integrations/kueue/test_sync.py",
         "tests/unit/integrations/test_events.py:test_story",
     }
