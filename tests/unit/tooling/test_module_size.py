@@ -48,7 +48,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/e2e/test_mxnet_e2e.py",
         "tests/simulated/test_kueue.py:test_a_whole_life_preempted_and_requeued",
         "tests/unit/controllers/test_kueue_status.py:test_status_patch",
-        "tests/unit/core/test_builders.py",
         "tests/unit/core/test_shapes.py:test_decider",
         "tests/unit/core/test_size_rule.py",
         "tests/unit/integrations/kueue/test_sync.py",
