@@ -49,7 +49,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/simulated/test_kueue.py:test_a_whole_life_preempted_and_requeued",
         "tests/unit/controllers/test_kueue_status.py:test_status_patch",
         "tests/unit/core/test_shapes.py:test_decider",
-        "tests/unit/integrations/kueue/test_sync.py",
         "tests/unit/integrations/test_events.py:test_story",
     }
 )
