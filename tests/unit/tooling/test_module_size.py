@@ -47,7 +47,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/apiserver/test_worst_case.py:test_largest_admitted_job_syncs_within_the_body_limit",
         "tests/e2e/test_mxnet_e2e.py",
         "tests/simulated/test_kueue.py:test_a_whole_life_preempted_and_requeued",
-        "tests/unit/integrations/test_events.py:test_story",
     }
 )
 
