@@ -5,103 +5,95 @@ Services annotation."""
 import copy
 from typing import Any
 
+from tests.support import golden_life as g
 from tests.support import jobs as s
-from tests.support.golden_life import (
-    CONFIG_MAPS,
-    DONE,
-    KILLED,
-    RUNNING,
-    WORKER_1_KILLED,
-    Case,
-    case,
-    every,
-    life,
-    none_of,
-    replay,
-    train_job,
-    with_policy,
-)
 
 
-@case
-def worker_killed_restarting() -> Case:
-    return life({}, every(RUNNING), WORKER_1_KILLED, parent=with_policy({}))
+@g.case
+def worker_killed_restarting() -> g.Case:
+    return g.life({}, g.every(g.RUNNING), g.WORKER_1_KILLED, parent=g.with_policy({}))
 
 
-@case
-def worker_replacement_running() -> Case:
-    replaced = WORKER_1_KILLED | {"mnist-worker-1-r1": RUNNING}
-    return life({}, every(RUNNING), WORKER_1_KILLED, replaced, replaced, parent=with_policy({}))
+@g.case
+def worker_replacement_running() -> g.Case:
+    replaced = g.WORKER_1_KILLED | {"mnist-worker-1-r1": g.RUNNING}
+    return g.life(
+        {}, g.every(g.RUNNING), g.WORKER_1_KILLED, replaced, replaced, parent=g.with_policy({})
+    )
 
 
-@case
-def backoff_limit_exceeded() -> Case:
-    again = WORKER_1_KILLED | {"mnist-worker-1-r1": KILLED}
-    return life({}, every(RUNNING), WORKER_1_KILLED, again, parent=with_policy({"backoffLimit": 1}))
+@g.case
+def backoff_limit_exceeded() -> g.Case:
+    again = g.WORKER_1_KILLED | {"mnist-worker-1-r1": g.KILLED}
+    return g.life(
+        {}, g.every(g.RUNNING), g.WORKER_1_KILLED, again, parent=g.with_policy({"backoffLimit": 1})
+    )
 
 
-@case
-def deadline_counting_down() -> Case:
-    return life({}, every(RUNNING), parent=with_policy({"activeDeadlineSeconds": 100}))
+@g.case
+def deadline_counting_down() -> g.Case:
+    return g.life({}, g.every(g.RUNNING), parent=g.with_policy({"activeDeadlineSeconds": 100}))
 
 
-@case
-def deadline_exceeded() -> Case:
-    job = with_policy({"activeDeadlineSeconds": 100})
-    _req, answer, _ = replay(job, {}, every(RUNNING), every(RUNNING))
-    return s.step(job, answer, every(RUNNING), s.later(100), CONFIG_MAPS)[0], s.later(100)
+@g.case
+def deadline_exceeded() -> g.Case:
+    job = g.with_policy({"activeDeadlineSeconds": 100})
+    _req, answer, _ = g.replay(job, {}, g.every(g.RUNNING), g.every(g.RUNNING))
+    return s.step(job, answer, g.every(g.RUNNING), s.later(100), g.CONFIG_MAPS)[0], s.later(100)
 
 
-@case
-def deadline_exceeded_cleanup() -> Case:
-    job = with_policy({"activeDeadlineSeconds": 100, "cleanPodPolicy": "None"})
-    _, answer, _ = replay(job, {}, every(RUNNING), every(RUNNING))
-    _, answer = s.step(job, answer, every(RUNNING), s.later(100), CONFIG_MAPS)
-    return s.step(job, answer, every(RUNNING), s.later(101), CONFIG_MAPS)[0], s.later(101)
+@g.case
+def deadline_exceeded_cleanup() -> g.Case:
+    job = g.with_policy({"activeDeadlineSeconds": 100, "cleanPodPolicy": "None"})
+    _, answer, _ = g.replay(job, {}, g.every(g.RUNNING), g.every(g.RUNNING))
+    _, answer = s.step(job, answer, g.every(g.RUNNING), s.later(100), g.CONFIG_MAPS)
+    return s.step(job, answer, g.every(g.RUNNING), s.later(101), g.CONFIG_MAPS)[0], s.later(101)
 
 
 def _suspended() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    job = with_policy({})
-    _, answer, _ = replay(job, {}, every(RUNNING))
+    job = g.with_policy({})
+    _, answer, _ = g.replay(job, {}, g.every(g.RUNNING))
     stopped = copy.deepcopy(job)
     stopped["spec"]["runPolicy"]["suspend"] = True
-    return job, stopped, s.step(stopped, answer, every(RUNNING), s.later(90), CONFIG_MAPS)[1]
+    return job, stopped, s.step(stopped, answer, g.every(g.RUNNING), s.later(90), g.CONFIG_MAPS)[1]
 
 
-@case
-def suspended() -> Case:
-    job = with_policy({})
-    _, answer, _ = replay(job, {}, every(RUNNING))
+@g.case
+def suspended() -> g.Case:
+    job = g.with_policy({})
+    _, answer, _ = g.replay(job, {}, g.every(g.RUNNING))
     stopped = copy.deepcopy(job)
     stopped["spec"]["runPolicy"]["suspend"] = True
-    return s.step(stopped, answer, every(RUNNING), s.later(90), CONFIG_MAPS)[0], s.later(90)
+    return s.step(stopped, answer, g.every(g.RUNNING), s.later(90), g.CONFIG_MAPS)[0], s.later(90)
 
 
-@case
-def resumed() -> Case:
+@g.case
+def resumed() -> g.Case:
     job, _, answer = _suspended()
-    return s.request(job | {"status": answer["status"]}, others=none_of(CONFIG_MAPS)), s.later(600)
+    return s.request(job | {"status": answer["status"]}, others=g.none_of(g.CONFIG_MAPS)), s.later(
+        600
+    )
 
 
 def _succeeded(run_policy: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    job = with_policy(run_policy)
-    finished = every(RUNNING) | every(DONE, "scheduler-0", "worker-0", "worker-1")
-    _, answer, _ = replay(job, {}, every(RUNNING), finished)
+    job = g.with_policy(run_policy)
+    finished = g.every(g.RUNNING) | g.every(g.DONE, "scheduler-0", "worker-0", "worker-1")
+    _, answer, _ = g.replay(job, {}, g.every(g.RUNNING), finished)
     return job, answer
 
 
-@case
-def ttl_waiting() -> Case:
+@g.case
+def ttl_waiting() -> g.Case:
     job, answer = _succeeded({"ttlSecondsAfterFinished": 600, "cleanPodPolicy": "None"})
-    finished = every(RUNNING) | every(DONE, "scheduler-0", "worker-0", "worker-1")
-    return s.step(job, answer, finished, s.later(120), CONFIG_MAPS)[0], s.later(120)
+    finished = g.every(g.RUNNING) | g.every(g.DONE, "scheduler-0", "worker-0", "worker-1")
+    return s.step(job, answer, finished, s.later(120), g.CONFIG_MAPS)[0], s.later(120)
 
 
-@case
-def ttl_expired() -> Case:
+@g.case
+def ttl_expired() -> g.Case:
     job, answer = _succeeded({"ttlSecondsAfterFinished": 600, "cleanPodPolicy": "None"})
-    finished = every(RUNNING) | every(DONE, "scheduler-0", "worker-0", "worker-1")
-    return s.step(job, answer, finished, s.later(90 + 600), CONFIG_MAPS)[0], s.later(90 + 600)
+    finished = g.every(g.RUNNING) | g.every(g.DONE, "scheduler-0", "worker-0", "worker-1")
+    return s.step(job, answer, finished, s.later(90 + 600), g.CONFIG_MAPS)[0], s.later(90 + 600)
 
 
 def _tune() -> dict[str, Any]:
@@ -118,20 +110,20 @@ def _tune() -> dict[str, Any]:
 TUNE = ("tunertracker-0", "tunerserver-0", "tunerserver-1", "tuner-0")
 
 
-@case
-def tune_job_running() -> Case:
-    running = {f"auto-tuning-{p}": RUNNING for p in TUNE}
-    return life({}, running, parent=_tune())
+@g.case
+def tune_job_running() -> g.Case:
+    running = {f"auto-tuning-{p}": g.RUNNING for p in TUNE}
+    return g.life({}, running, parent=_tune())
 
 
-@case
-def tune_job_succeeded() -> Case:
-    running = {f"auto-tuning-{p}": RUNNING for p in TUNE}
-    return life({}, running, running | {"auto-tuning-tuner-0": DONE}, parent=_tune())
+@g.case
+def tune_job_succeeded() -> g.Case:
+    running = {f"auto-tuning-{p}": g.RUNNING for p in TUNE}
+    return g.life({}, running, running | {"auto-tuning-tuner-0": g.DONE}, parent=_tune())
 
 
-@case
-def byteps_new_job() -> Case:
+@g.case
+def byteps_new_job() -> g.Case:
     spec = s.train_spec(servers=1, workers=2)
     for rtype, replica in spec["mxReplicaSpecs"].items():
         mxnet = replica["template"]["spec"]["containers"][0]
@@ -140,17 +132,17 @@ def byteps_new_job() -> Case:
         if rtype == "Worker":
             mxnet["args"] = ["python3", "/usr/local/byteps/example/mxnet/train_imagenet_byteps.py"]
             mxnet["resources"] = {"limits": {"nvidia.com/gpu": 8}}
-    return life(parent=s.mxjob(spec, "byteps-mxnet-job"))
+    return g.life(parent=s.mxjob(spec, "byteps-mxnet-job"))
 
 
-@case
-def single_worker_succeeded() -> Case:
+@g.case
+def single_worker_succeeded() -> g.Case:
     job = s.mxjob({"mxReplicaSpecs": {"Worker": s.replica(1)}}, "mnist")
-    return life({}, {"mnist-worker-0": RUNNING}, {"mnist-worker-0": DONE}, parent=job)
+    return g.life({}, {"mnist-worker-0": g.RUNNING}, {"mnist-worker-0": g.DONE}, parent=job)
 
 
-@case
-def legacy_v1_new_job() -> Case:
+@g.case
+def legacy_v1_new_job() -> g.Case:
     spec = {
         "jobMode": "MXTrain",
         "cleanPodPolicy": "All",
@@ -161,11 +153,11 @@ def legacy_v1_new_job() -> Case:
             "worker": s.replica(1, "Never"),
         },
     }
-    return life(parent=s.mxjob(spec, "mxnet-job"))
+    return g.life(parent=s.mxjob(spec, "mxnet-job"))
 
 
 def _gang() -> dict[str, Any]:
-    return with_policy(
+    return g.with_policy(
         {
             "schedulingPolicy": {
                 "minAvailable": 3,
@@ -179,19 +171,19 @@ def _gang() -> dict[str, Any]:
     )
 
 
-@case
-def volcano_new_job() -> Case:
-    return life(parent=_gang(), child_types=(VOLCANO, *CONFIG_MAPS))
+@g.case
+def volcano_new_job() -> g.Case:
+    return g.life(parent=_gang(), child_types=(VOLCANO, *g.CONFIG_MAPS))
 
 
-@case
-def volcano_running() -> Case:
-    return life({}, every(RUNNING), parent=_gang(), child_types=(VOLCANO, *CONFIG_MAPS))
+@g.case
+def volcano_running() -> g.Case:
+    return g.life({}, g.every(g.RUNNING), parent=_gang(), child_types=(VOLCANO, *g.CONFIG_MAPS))
 
 
-@case
-def scheduler_plugins_new_job() -> Case:
-    return life(parent=_gang(), child_types=(PLUGINS, *CONFIG_MAPS))
+@g.case
+def scheduler_plugins_new_job() -> g.Case:
+    return g.life(parent=_gang(), child_types=(PLUGINS, *g.CONFIG_MAPS))
 
 
 REPLICA_SERVICES = "training.kubeflow.org/replica-services"
@@ -203,35 +195,35 @@ def _annotated(job: dict[str, Any], value: str) -> dict[str, Any]:
     return job
 
 
-@case
-def replica_services_scheduler_running() -> Case:
-    return life({}, every(RUNNING), parent=_annotated(train_job(), "scheduler"))
+@g.case
+def replica_services_scheduler_running() -> g.Case:
+    return g.life({}, g.every(g.RUNNING), parent=_annotated(g.train_job(), "scheduler"))
 
 
-def _switched(*values: str) -> Case:
+def _switched(*values: str) -> g.Case:
     """A running job whose replica-services annotation is set to each value in turn, once a
     minute from its third sync on, each answer's children observed by the next sync."""
-    req, answer, at = replay(train_job(), {}, every(RUNNING))
+    req, answer, at = g.replay(g.train_job(), {}, g.every(g.RUNNING))
     for n, value in enumerate(values, start=1):
         at = s.later(60 + 60 * n)
         req, answer = s.step(
-            _annotated(train_job(), value), answer, every(RUNNING), at, CONFIG_MAPS
+            _annotated(g.train_job(), value), answer, g.every(g.RUNNING), at, g.CONFIG_MAPS
         )
     return req, at
 
 
-@case
-def replica_services_switched_to_scheduler() -> Case:
+@g.case
+def replica_services_switched_to_scheduler() -> g.Case:
     return _switched("scheduler")
 
 
-@case
-def replica_services_switched_back_to_all() -> Case:
+@g.case
+def replica_services_switched_back_to_all() -> g.Case:
     return _switched("scheduler", "all")
 
 
-@case
-def replica_services_invalid_value() -> Case:
+@g.case
+def replica_services_invalid_value() -> g.Case:
     return _switched("none")
 
 
