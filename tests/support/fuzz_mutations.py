@@ -8,11 +8,12 @@ from hypothesis import strategies as st
 
 from app.core.mxnet import names
 from tests.support import jobs as s
+from tests.support import odd_digits
 from tests.support.fuzz_requests import BASES, built
 
 HUGE = st.sampled_from([2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**30, -(2**63)])
 # Digits that are not ASCII: str.isdigit() is true for all of them, int() refuses some.
-UNICODE_DIGITS = ["²", "①", "٣", "1²", "\uff11"]  # the last one is FULLWIDTH DIGIT ONE
+UNICODE_DIGITS = list(odd_digits.UNICODE_DIGITS.values())
 ODD_TEXT = st.sampled_from(
     [
         *["", " ", "Worker", "WORKER", "ünïcødé-名前", "\u0000", "🙂" * 70, "a" * 300, "-1", "1e3"],
