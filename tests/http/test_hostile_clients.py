@@ -33,7 +33,7 @@ def test_error_answers_to_large_requests_free_their_memory() -> None:
     """A 422 and a 500 (a bug in the core) for a 12 MiB request, three times each: memory
     goes back to where a 200 for the same size left it. Raising those errors across the
     worker thread kept each request until a late collection: three 422s to it left 38-49
-    MiB more resident. (tests/http/test_admission.py holds this exactly, in-process,
+    MiB more resident. (tests/http/test_admission_errors.py holds this exactly, in-process,
     with the collector off.)"""
     ok, refused, crashed = running(500), running(500, kind="TFJob"), renamed(running(500), "crash")
     with crashing_hook() as server:

@@ -1,7 +1,8 @@
 """The golden sync requests: a job's life as Metacontroller would show it to the hook.
 
-`python -m tests.support.golden_cases` rewrites tests/golden/*.json from these cases; review the diff,
-since the response files are the hook's expected answers."""
+`python -m tests.support.golden_cases` rewrites tests/golden/*.json from the cases of
+golden_phases.py and golden_policies.py; review the diff, since the response files are the
+hook's expected answers."""
 
 import json
 import sys
