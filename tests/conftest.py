@@ -14,7 +14,7 @@ from tests.support.gotools import GoToolError, obtain
 
 # Modules whose every test is slow: the real server's timeouts, waited out for real; a
 # fresh clone of the repository, collected and run again by a second pytest.
-SLOW_MODULES = {"test_hostile_clients.py", "test_fresh_clone.py"}
+SLOW_MODULES = {"test_hostile_clients.py", "test_hostile_mix.py", "test_fresh_clone.py"}
 
 
 # The tiers in the order a run takes them: those that build nothing first, so that a broken

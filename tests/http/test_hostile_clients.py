@@ -1,119 +1,39 @@
 """The real server against careless and hostile clients, its memory read from /proc: error
 answers to large bodies, a body at the limit, a stalled upload, idle and slow connections,
-answers nobody reads, clients that leave (also while queued), and all of them at once."""
+answers nobody reads, clients that leave (also while queued). All of them at once: in
+test_hostile_mix.py."""
 
-import os
-import socket
-import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from functools import cache, partial
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from contextlib import ExitStack
 
 import httpx
 import orjson
 import pytest
-import yaml
 
-from app.core.model import kinds
 from app.core.validate.costs import MiB
-from tests.support import REPO
 from tests.support import jobs as s
-from tests.support.servers import Server, closed_by_peer, start, wait_for
-
-LIMIT_KIB = 512 * 1024  # the promise: the hook stays within 512 MiB of RSS
-NEW_JOB = orjson.dumps(s.request(s.mxjob(s.train_spec())))
-
-
-# The running jobs' requests below are of a CompositeController that declares no ConfigMap
-# (a hook upgraded before its CompositeController): every pod's env then carries the whole
-# cluster, and sizes grow with the square of the job, which makes large bodies cheap to build.
-
-
-@cache
-def running(workers: int, kind: str = "MXJob") -> bytes:
-    """A running job's sync request: 7.8 MiB for 400 workers, 12 MiB for 500."""
-    parent = s.mxjob(s.train_spec(1, workers))
-    first = s.created(s.request(parent))
-    phases = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(first)}
-    request = s.step(parent, first, phases)[0]
-    request["parent"]["kind"] = kind
-    return orjson.dumps(request)
-
-
-@cache
-def new_job(workers: int) -> bytes:
-    """A new job's sync request: a few hundred bytes, but an answer of 21 MiB for 1000 (each
-    pod carries its template's 20 KB variable; the size rule refuses a job that large whose
-    every pod would carry the whole cluster)."""
-    spec = s.train_spec(1, workers)
-    for replica in spec["mxReplicaSpecs"].values():
-        replica["template"]["spec"]["containers"][0]["env"] = [
-            {"name": "BIG", "value": "x" * 20_000}
-        ]
-    return orjson.dumps(s.after_first(s.request(s.mxjob(spec), others={kinds.CONFIG_MAP_TYPE: []})))
-
-
-@contextmanager
-def hook(**env: str) -> Iterator[Server]:
-    with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        server = start({"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()} | env, log)
-        try:
-            yield server
-        finally:
-            if server.proc.poll() is None:
-                server.stop()
-
-
-# Loaded by the server's Python before anything else: the core raises, as a bug would, for
-# a job named "crash".
-CRASHING_CORE = """
-import app.core.reconcile
-
-_core = app.core.reconcile.sync_result
-
-
-def _crashing(request, now, integrations):
-    if request["parent"]["metadata"]["name"] == "crash":
-        raise TypeError("unhashable type: 'list'")
-    return _core(request, now, integrations)
-
-
-app.core.reconcile.sync_result = _crashing
-"""
-
-
-@contextmanager
-def crashing_hook(**env: str) -> Iterator[Server]:
-    """The real server whose core has a bug for the job named "crash"."""
-    with tempfile.TemporaryDirectory() as folder:
-        (Path(folder) / "sitecustomize.py").write_text(CRASHING_CORE)
-        with hook(PYTHONPATH=os.pathsep.join([folder, str(REPO)]), **env) as server:
-            yield server
-
-
-def renamed(request: bytes, name: str) -> bytes:
-    parsed = orjson.loads(request)
-    parsed["parent"]["metadata"]["name"] = name
-    return orjson.dumps(parsed)
-
-
-def head(length: int, path: str = "/sync") -> bytes:
-    return f"POST {path} HTTP/1.1\r\nHost: hook\r\nContent-Length: {length}\r\n\r\n".encode()
-
-
-def status_of(answer: bytes) -> int:
-    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+from tests.support.hostile import (
+    LIMIT_KIB,
+    NEW_JOB,
+    crashing_hook,
+    drip,
+    head,
+    hook,
+    new_job,
+    renamed,
+    running,
+    status_of,
+    unread_answer,
+)
+from tests.support.servers import Server, closed_by_peer, wait_for
 
 
 def test_error_answers_to_large_requests_free_their_memory() -> None:
     """A 422 and a 500 (a bug in the core) for a 12 MiB request, three times each: memory
     goes back to where a 200 for the same size left it. Raising those errors across the
     worker thread kept each request until a late collection: three 422s to it left 38-49
-    MiB more resident. (tests/http/test_admission.py holds this exactly, in-process,
+    MiB more resident. (tests/http/test_admission_errors.py holds this exactly, in-process,
     with the collector off.)"""
     ok, refused, crashed = running(500), running(500, kind="TFJob"), renamed(running(500), "crash")
     with crashing_hook() as server:
@@ -168,27 +88,6 @@ def test_a_body_of_the_largest_size_arrives_well_within_the_chunk_deadline() -> 
     assert took < 4, "a body at the limit took half the read deadline"
 
 
-def drip(sock: socket.socket, data: bytes, every: float, timeout: float) -> tuple[float, bytes]:
-    """Send `data` a byte at a time, `every` seconds apart, until the server closes the
-    connection: how long that took and what it answered."""
-    started, answer = time.monotonic(), b""
-    sock.settimeout(every)
-    for byte in data:
-        try:
-            sock.sendall(bytes([byte]))
-            chunk = sock.recv(4096)
-        except TimeoutError:
-            continue
-        except (ConnectionResetError, BrokenPipeError):
-            break
-        answer += chunk
-        if not chunk:
-            break
-        if time.monotonic() - started > timeout:
-            raise AssertionError("still open")
-    return time.monotonic() - started, answer
-
-
 # Deadlines shortened so that the test takes seconds: a whole head within 1 s, a body within
 # 2 s (four fifths of the webhook timeout) without a gap over 0.5 s (a fifth).
 SHORT = {"MXJOB_HEADER_TIMEOUT_SECONDS": "1", "MXJOB_WEBHOOK_TIMEOUT_SECONDS": "2.5"}
@@ -240,16 +139,6 @@ def test_a_body_sent_a_byte_at_a_time_gets_408(short_deadlines: Server) -> None:
         took, answer = drip(sock, NEW_JOB, every=0.2, timeout=6)
     assert status_of(answer) == 408
     assert 1.9 < took < 4
-
-
-def unread_answer(server: Server, request: bytes) -> socket.socket:
-    """A client that sends `request` and never reads its answer (a tiny receive buffer, so
-    that the answer stays on the server's side)."""
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(server.address)
-    sock.sendall(head(len(request)) + request)
-    return sock
 
 
 def test_answers_nobody_reads_are_dropped_after_the_send_timeout() -> None:
@@ -330,122 +219,6 @@ def test_a_client_that_left_while_queued_behind_a_large_sync_gets_no_work() -> N
         (None, "warning", "client went away before its sync ran"),
         ("leaving", "info", "sync answered"),
     ]
-
-
-class Mix:
-    """Hostile and careless clients at once, each kind in its own threads."""
-
-    def __init__(self, server: Server) -> None:
-        self.server, self.threads, self.results = server, [], []  # type: ignore[var-annotated]
-        self.stop = threading.Event()
-
-    def start(self, count: int, client: Callable[[], Any]) -> None:
-        for _ in range(count):
-            thread = threading.Thread(target=lambda: self.results.append(client()))
-            thread.start()
-            self.threads.append(thread)
-
-    def join(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        for thread in self.threads:
-            thread.join(max(0.1, deadline - time.monotonic()))
-        assert not any(t.is_alive() for t in self.threads), "a client did not finish"
-
-
-def big_upload(server: Server, body: bytes) -> int:
-    """POST a body of just under 8 MiB; the status, or 0 if the server closed first."""
-    with server.connect() as sock:
-        try:
-            sock.sendall(head(len(body)) + body)
-            answer = sock.recv(64)
-        except (ConnectionResetError, BrokenPipeError):
-            return 0
-        while len(answer) < 12 and (more := sock.recv(64)):
-            answer += more
-        return status_of(answer)
-
-
-def readiness_probe() -> tuple[float, int]:
-    """The Deployment's readiness probe: its timeout (Kubernetes' default, 1 s, when unset) and
-    how many probes in a row must fail before the pod is unready (default 3)."""
-    deployment = yaml.safe_load((REPO / "manifests" / "base" / "deployment.yaml").read_text())
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    probe = container["readinessProbe"]
-    return float(probe.get("timeoutSeconds", 1)), int(probe.get("failureThreshold", 3))
-
-
-def slow_body(server: Server, declared: int) -> int:
-    """Declare a body of `declared` bytes and send a byte of it every half second: the
-    status the server answers once the read deadline passes (0 if it only closed)."""
-    with server.connect() as sock:
-        sock.sendall(head(declared))
-        _, answer = drip(sock, b"{" * 100, every=0.5, timeout=20)
-    return status_of(answer)
-
-
-def test_under_a_mix_of_all_the_hook_stays_within_512_mib_and_answers() -> None:
-    """128 bodies of 7.8 MiB at once (1 GiB in all; at least one gets its 200, those over
-    the byte budget 429, or 503 once queued past the webhook timeout), two clients not
-    reading 21 MiB answers, 20 idle and 10 slow-head connections, 8 clients that leave, and
-    8 slow-body clients (a byte every half second; 3 of them declaring 7.8 MiB, which they
-    hold in the budget), each answered 408 at the read deadline (8 s). Meanwhile small syncs
-    and /healthz keep being answered, never as many /healthz in a row over the readiness
-    probe's timeout as would make the pod unready (its failureThreshold), the server's peak RSS (VmHWM) stays within 512 MiB, and once the unread answers are cut
-    a 7.8 MiB sync is answered again. Default settings but the send timeout (2 s instead
-    of 10, to keep the test short)."""
-    body = running(400)
-    assert 7.5 * MiB < len(body) < 8 * MiB
-    probe_timeout, failures = readiness_probe()
-    with hook(MXJOB_SEND_TIMEOUT_SECONDS="2") as server, ExitStack() as stack:
-        mix, slow = Mix(server), Mix(server)
-        for _ in range(20):
-            stack.enter_context(server.connect())
-        for _ in range(10):
-            stack.enter_context(server.connect()).sendall(b"GET /healthz HTTP/1.1\r\n")
-        for declared in [len(body)] * 3 + [len(NEW_JOB)] * 5:
-            slow.start(1, partial(slow_body, server, declared))
-        time.sleep(0.2)  # the slow bodies hold their bytes before the rush
-        mix.start(128, lambda: big_upload(server, body))
-        for _ in range(2):
-            stack.enter_context(unread_answer(server, new_job(1000)))
-        for _ in range(8):
-            with server.connect() as leaving:
-                leaving.sendall(head(len(NEW_JOB)) + NEW_JOB[:100])
-        health, small = [], []
-        while any(t.is_alive() for t in mix.threads + slow.threads):
-            started = time.monotonic()
-            assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
-            health.append(time.monotonic() - started)
-            started = time.monotonic()
-            assert httpx.post(f"{server.url}/sync", content=NEW_JOB, timeout=5).status_code == 200
-            small.append(time.monotonic() - started)
-        mix.join(30)
-        slow.join(5)
-
-        def cut() -> bool:
-            return server.metric("mxjob_connections_closed_total", reason="send_timeout") == 2
-
-        wait_for(cut, 20, "the two unread answers cut")
-        assert httpx.post(f"{server.url}/sync", content=body, timeout=10).status_code == 200
-        peak = server.memory_kib("VmHWM")
-        server.stop()
-        lines = [orjson.loads(line) for line in server.log_lines()]
-    statuses = {status: mix.results.count(status) for status in set(mix.results)}
-    # Unready takes `failures` probes in a row over the timeout (Kubernetes probes every
-    # periodSeconds; the test back to back, which only makes a run of slow ones likelier).
-    missed = [seconds >= probe_timeout for seconds in health]
-    runs = [all(missed[i : i + failures]) for i in range(len(missed) - failures + 1)]
-    health.sort()
-    print(f"\nmix: peak RSS {peak // 1024} MiB, answers {statuses}, slow bodies {slow.results},")
-    print(f"{len(health)} probes: /healthz median {health[len(health) // 2]:.3f} s, ", end="")
-    print(f"slowest {health[-1]:.3f} s (probe timeout {probe_timeout:g} s); ", end="")
-    print(f"small sync slowest {max(small):.3f} s")
-    assert set(statuses) <= {0, 200, 429, 503}
-    assert statuses.get(200, 0) >= 1, "no big body got its 200"
-    assert slow.results == [408] * 8
-    assert not any(runs), f"{failures} probes in a row over {probe_timeout:g} s: {missed}"
-    assert [line["message"] for line in lines if line["level"] == "error"] == []
-    assert peak < LIMIT_KIB, f"peak RSS {peak // 1024} MiB"
 
 
 def test_a_request_over_the_connection_limit_gets_503() -> None:

@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from app.cli import main as cli
 from app.cli.schema import CRD_FILE
 from app.service import server
-from tests.support import REPO
+from tests.support import REPO, dockerignore
 
 DOCKERFILE = REPO / "Dockerfile"
 # How every image installs its Python packages: its lock, by hash, from wheels only.
@@ -155,9 +155,7 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
 
 
 def test_build_context_holds_only_what_the_image_copies() -> None:
-    lines = (REPO / ".dockerignore").read_text().splitlines()
-    patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == [
+    assert dockerignore.patterns(REPO) == [
         "*",
         "!requirements.lock",
         "!LICENSE",

@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 from e2e.images import EXAMPLES_IMAGE, EXAMPLES_IMAGE_FOLDER
 from tests.manifests.test_dockerfile import INSTALL_THE_LOCK, instructions
-from tests.support import REPO
+from tests.support import REPO, dockerignore
 from tests.support.overlays import IMAGE as HOOK_IMAGE
 
 FOLDER = EXAMPLES_IMAGE_FOLDER
@@ -184,9 +184,7 @@ def test_same_mxnet_and_numpy_as_the_mxnet_tier() -> None:
 
 
 def test_build_context_holds_only_what_the_images_copy() -> None:
-    lines = (FOLDER / ".dockerignore").read_text().splitlines()
-    patterns = [line for line in lines if line and not line.startswith("#")]
-    assert patterns == [
+    assert dockerignore.patterns(FOLDER) == [
         "*",
         "!requirements.lock",
         "!requirements-gpu.lock",

@@ -20,6 +20,7 @@ NEEDS_SOURCE = ["tests/manifests/test_offline.py"]
 # Every overlay, with-metacontroller included, builds without it.
 NEED_NO_SOURCE = [
     "tests/manifests/test_manifests.py",
+    "tests/manifests/test_composite_controller.py",
     "tests/manifests/test_locked_down_deployment.py",
 ]
 

@@ -1,20 +1,18 @@
-"""Every overlay builds into objects the API server and Metacontroller accept; so do the hook's
-children in the golden files."""
+"""Every overlay builds into objects the API server accepts, laid out as the overlay says; so
+do the hook's children in the golden files. What Metacontroller accepts: in
+test_composite_controller.py."""
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
 
 from app import __version__
 from tests.support import REPO
-from tests.support.kustomize import documents, with_components
-from tests.support.overlays import HOOK_LABELS, IMAGE, KUEUE, LAYOUT, build
+from tests.support.overlays import HOOK_LABELS, IMAGE, LAYOUT, build, the
 
 OVERLAYS = REPO / "manifests" / "overlays"
 KUBERNETES = "1.37.0"  # the newest release kubernetes-validate ships schemas for
@@ -31,18 +29,6 @@ OVERLAY_CLUSTER_SCOPED = {
     "kueue": {"ClusterRole", "ClusterRoleBinding"} | GUARD,
     "with-metacontroller": GUARD,
 }
-
-
-def the(overlay: str, kind: str) -> dict[str, Any]:
-    """The overlay's one object of `kind` that is the hook's (not the Workload-status
-    writer's, which the kueue overlay adds)."""
-    (found,) = (
-        doc
-        for doc in build(overlay)
-        if doc["kind"] == kind
-        and doc["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "kueue-status"
-    )
-    return found
 
 
 def test_every_overlay_is_covered() -> None:
@@ -108,176 +94,6 @@ def test_crd_needs_kubernetes_1_28() -> None:
 def test_kubernetes_validation_is_strict(doc: dict[str, Any]) -> None:
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(doc, KUBERNETES, strict=True)
-
-
-def closed(properties: dict[str, Any], *required: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(required),
-        "additionalProperties": False,
-    }
-
-
-STRING = {"type": "string"}
-INT32 = {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1}
-GO_DURATION = {"type": "string", "pattern": r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$"}
-REFERENCE = closed({"name": STRING, "namespace": STRING, "key": STRING}, "name", "namespace")
-# Metacontroller's CompositeController (metacontroller.k8s.io/v1alpha1) as its CRD
-# (deploy/helm/metacontroller/crds/metacontroller-crds-v1.yaml) and docs/src/api define it, with
-# every object closed so that a misspelt field fails instead of being pruned.
-WEBHOOK = closed(
-    {
-        "url": STRING,
-        "timeout": GO_DURATION,
-        "path": {"type": "string", "pattern": "^/"},
-        "service": closed(
-            {"name": STRING, "namespace": STRING, "port": INT32, "protocol": STRING},
-            "name",
-            "namespace",
-        ),
-        "etag": closed(
-            {
-                "enabled": {"type": "boolean"},
-                "cacheTimeoutSeconds": INT32,
-                "cacheCleanupSeconds": INT32,
-            }
-        ),
-        "caBundle": closed({"inline": STRING, "secretRef": REFERENCE, "configMapRef": REFERENCE}),
-        "responseUnMarshallMode": {"enum": ["loose", "strict"]},
-    }
-)
-HOOKS = ("customize", "sync", "finalize", "preUpdateChild", "postUpdateChild")
-HOOK = closed({"version": {"enum": ["v1", "v2"]}, "webhook": WEBHOOK})
-CHILD = closed(
-    {
-        "apiVersion": STRING,
-        "resource": STRING,
-        "updateStrategy": closed(
-            {
-                "method": {
-                    "enum": ["OnDelete", "Recreate", "InPlace", "RollingRecreate", "RollingInPlace"]
-                },
-                "statusChecks": closed(
-                    {
-                        "conditions": {
-                            "type": "array",
-                            "items": closed(
-                                {"type": STRING, "status": STRING, "reason": STRING}, "type"
-                            ),
-                        }
-                    }
-                ),
-            }
-        ),
-    },
-    "apiVersion",
-    "resource",
-)
-COMPOSITE_CONTROLLER = closed(
-    {
-        "apiVersion": {"const": "metacontroller.k8s.io/v1alpha1"},
-        "kind": {"const": "CompositeController"},
-        # Cluster-scoped: a namespace here would be a kustomize mistake.
-        "metadata": closed(
-            {"name": STRING, "labels": {"type": "object"}, "annotations": {"type": "object"}},
-            "name",
-        ),
-        "spec": closed(
-            {
-                "parentResource": closed(
-                    {
-                        "apiVersion": STRING,
-                        "resource": STRING,
-                        "revisionHistory": closed(
-                            {"fieldPaths": {"type": "array", "items": STRING}}
-                        ),
-                    },
-                    "apiVersion",
-                    "resource",
-                ),
-                "childResources": {"type": "array", "items": CHILD},
-                "hooks": closed(dict.fromkeys(HOOKS, HOOK)),
-                "resyncPeriodSeconds": INT32,
-                "generateSelector": {"type": "boolean"},
-            },
-            "parentResource",
-        ),
-    },
-    "apiVersion",
-    "kind",
-    "metadata",
-    "spec",
-)
-
-
-@pytest.mark.parametrize("overlay", LAYOUT)
-def test_composite_controller_follows_metacontroller_api(overlay: str) -> None:
-    jsonschema.Draft202012Validator(COMPOSITE_CONTROLLER).validate(
-        the(overlay, "CompositeController")
-    )
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        pytest.param({"parentResource": {"apiVersion": "v1", "resources": "x"}}, id="misspelt"),
-        pytest.param(
-            {
-                "parentResource": {"apiVersion": "v1", "resource": "x"},
-                "hooks": {"sync": {"webhook": {"timeout": "10"}}},
-            },
-            id="timeout-without-unit",
-        ),
-    ],
-)
-def test_composite_controller_schema_is_strict(spec: dict[str, Any]) -> None:
-    doc = {
-        "apiVersion": "metacontroller.k8s.io/v1alpha1",
-        "kind": "CompositeController",
-        "metadata": {"name": "x"},
-        "spec": spec,
-    }
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.Draft202012Validator(COMPOSITE_CONTROLLER).validate(doc)
-
-
-@pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
-def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> None:
-    namespace, _, podgroup = layout
-    in_place, on_delete = {"method": "InPlace"}, {"method": "OnDelete"}
-    config_maps = {"apiVersion": "v1", "resource": "configmaps", "updateStrategy": in_place}
-    pods = {"apiVersion": "v1", "resource": "pods", "updateStrategy": on_delete}
-    services = {"apiVersion": "v1", "resource": "services", "updateStrategy": in_place}
-    service = {"name": "mxjob-controller", "namespace": namespace, "port": 80, "protocol": "http"}
-    hooks: dict[str, dict[str, Any]] = {
-        "sync": {"webhook": {"service": service, "path": "/sync", "timeout": "10s"}}
-    }
-    if podgroup is KUEUE:
-        # The customize hook hands every sync the ResourceFlavors and priority classes, which
-        # Metacontroller v4.17.2 sends a namespaced parent's sync only under hook version v2.
-        hooks["sync"]["version"] = "v2"
-        hooks["customize"] = {
-            "webhook": {"service": service, "path": "/customize", "timeout": "10s"}
-        }
-    assert the(overlay, "CompositeController")["spec"] == {
-        "parentResource": {"apiVersion": "kubeflow.org/v1", "resource": "mxjobs"},
-        "childResources": [config_maps, pods, services, *([podgroup] if podgroup else [])],
-        "generateSelector": True,
-        "hooks": hooks,
-    }
-
-
-def test_the_kueue_components_customize_hook_follows_the_hooks_namespace(
-    tmp_path: Path,
-) -> None:
-    """Added to an overlay that installs the hook elsewhere (kubeflow), the customize hook
-    names the same Service as the sync hook."""
-    folder = with_components(tmp_path / "kubeflow-kueue", "kubeflow", "kueue")
-    (controller,) = [d for d in documents(folder) if d["kind"] == "CompositeController"]
-    hooks = controller["spec"]["hooks"]
-    assert hooks["customize"]["webhook"]["service"] == hooks["sync"]["webhook"]["service"]
-    assert hooks["sync"]["webhook"]["service"]["namespace"] == "kubeflow"
 
 
 @pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())

@@ -1,6 +1,6 @@
-"""The release: one version everywhere (app.__version__), the licence, the changelog, the image
-name and tag, the CI workflow under the real actionlint, `--version` and `mxjob_build_info`, and
-`make run`'s Python check and broken-.venv rebuild (in a temporary copy, never the real .venv)."""
+"""The release: one version everywhere (app.__version__), the licence, the image name and tag,
+the CI workflow under the real actionlint, `--version` and `mxjob_build_info`. The changelog's
+rule: test_release_check.py; `make run`'s checks: test_make_run.py."""
 
 import hashlib
 import os
@@ -19,7 +19,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app import __version__
 from localcluster.ports import free_port
-from scripts.release_check import as_tuple, unreleased
 from tests.support import REPO
 from tests.support.kustomize import documents
 from tests.support.overlays import IMAGE, LAYOUT, build
@@ -65,106 +64,6 @@ def test_every_copy_of_the_version_and_image_agrees() -> None:
     workflow = yaml.safe_load(WORKFLOW.read_text())
     assert workflow["env"]["IMAGE"] == IMAGE
     assert f"IMAGE ?= {IMAGE}\n" in (REPO / "Makefile").read_text()
-
-
-def test_changelog_has_the_version_first() -> None:
-    """The newest dated section is app.__version__, or, with entries under [Unreleased], the
-    release before it."""
-    text = (REPO / "CHANGELOG.md").read_text()
-    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - \d{4}-\d{2}-\d{2}$", text, re.M)
-    newest, version = as_tuple(released[0]), as_tuple(__version__)
-    assert newest < version if unreleased(text) else newest == version
-
-
-def test_changelog_and_version_follow_the_release_rule() -> None:
-    """CHANGELOG.md's header: entries under [Unreleased] come with a version not yet released."""
-    done = subprocess.run(
-        [sys.executable, "-m", "scripts.release_check"],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert (done.returncode, done.stdout) == (0, "")
-
-
-HEADER = "# Changelog\n\n## [Unreleased]\n"
-RELEASED = "\n## [0.2.0] - 2026-11-23\n\n### Added\n- b\n\n## [0.1.0] - 2026-01-01\n\n- a\n"
-
-
-@pytest.mark.parametrize(
-    ("changelog", "version", "tag", "wanted"),
-    [
-        pytest.param(HEADER + RELEASED, "0.2.0", None, [], id="released"),
-        pytest.param(HEADER + RELEASED, "0.2.0", "v0.2.0", [], id="released-tagged"),
-        pytest.param(HEADER + "\n### Fixed\n- c\n" + RELEASED, "0.2.1", None, [], id="bumped"),
-        pytest.param(
-            HEADER + "\n### Fixed\n- c\n" + RELEASED,
-            "0.2.0",
-            None,
-            [
-                "entries under [Unreleased] but app.__version__ is 0.2.0, not newer than the "
-                "newest dated section 0.2.0: bump it past 0.2.0"
-            ],
-            id="unreleased-code-as-a-released-version",
-        ),
-        pytest.param(
-            HEADER + "\n### Fixed\n- c\n" + RELEASED,
-            "0.2.1",
-            "v0.2.1",
-            [
-                "entries under [Unreleased]: make them the section ## [0.2.1] - <date> before "
-                "tagging v0.2.1",
-                "newest dated section is 0.2.0, not app.__version__ 0.2.1",
-            ],
-            id="tag-with-unreleased-entries",
-        ),
-        pytest.param(
-            HEADER + RELEASED,
-            "0.3.0",
-            "v0.3.0",
-            ["newest dated section is 0.2.0, not app.__version__ 0.3.0"],
-            id="tag-without-its-section",
-        ),
-        pytest.param(
-            HEADER + RELEASED,
-            "0.2.0",
-            "v0.1.0",
-            ["tag v0.1.0 is not v0.2.0 (app.__version__)"],
-            id="tag-of-another-version",
-        ),
-        pytest.param(
-            "# Changelog\n" + RELEASED.replace("0.2.0] - 2026-11-23", "0.2.0]"),
-            "0.2.0",
-            "v0.2.0",
-            ["newest dated section is 0.1.0, not app.__version__ 0.2.0"],
-            id="section-without-a-date",
-        ),
-    ],
-)
-def test_release_check_refuses_what_the_rule_forbids(
-    tmp_path: Path, changelog: str, version: str, tag: str | None, wanted: list[str]
-) -> None:
-    """scripts/release_check.py, as the release workflow runs it, on planted changelogs."""
-    (tmp_path / "CHANGELOG.md").write_text(changelog)
-    args = ["--changelog", str(tmp_path / "CHANGELOG.md"), "--version", version]
-    done = subprocess.run(
-        [sys.executable, "-m", "scripts.release_check", *args, *(["--tag", tag] if tag else [])],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    lines = done.stdout.splitlines()
-    assert done.returncode == (1 if wanted else 0)
-    assert len(lines) == len(wanted)
-    for line, part in zip(lines, wanted, strict=True):
-        assert line.startswith("error: ")
-        assert part in line
-
-
-def test_release_workflow_runs_the_release_check() -> None:
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    steps = workflow["jobs"]["image"]["steps"]
-    runs = [s.get("run", "") for s in steps]
-    check = next(i for i, r in enumerate(runs) if "scripts.release_check" in r)
-    push = next(i for i, s in enumerate(steps) if s.get("with", {}).get("push") is True)
-    assert 'python -m scripts.release_check --tag "$GITHUB_REF_NAME"\n' in runs[check]
-    assert check < push
 
 
 # Where the docs and the README name a release: a checkout, an image tag, a kustomize pin.
@@ -270,114 +169,6 @@ def test_build_info_metric_on_the_real_server() -> None:
         "version": __version__,
         "python": ".".join(map(str, sys.version_info[:3])),
     }
-
-
-# `make run` before Python 3.11: a real older interpreter where the machine has one (pyenv or
-# PATH); otherwise a TEST DOUBLE that answers like Python 3.10 to the Makefile's two probes
-# (`-c <version check>` exits 1, `--version` prints "Python 3.10.0") and models nothing else.
-def older_python(tmp_path: Path) -> tuple[Path, str]:
-    for minor in range(10, 5, -1):
-        for candidate in (
-            *sorted(Path.home().glob(f".pyenv/versions/3.{minor}.*/bin/python3")),
-            shutil.which(f"python3.{minor}"),
-        ):
-            if not candidate:
-                continue
-            answer = subprocess.run(
-                [str(candidate), "--version"], capture_output=True, text=True, timeout=30
-            )
-            # (a pyenv shim of a version that is not selected fails here)
-            if answer.returncode == 0 and answer.stdout.startswith("Python 3."):
-                return Path(candidate), answer.stdout.split()[-1]
-    stub = tmp_path / "python3.10-double"
-    stub.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Python 3.10.0" && exit 0\nexit 1\n')
-    stub.chmod(0o755)
-    return stub, "3.10.0"
-
-
-def project_copy(tmp_path: Path) -> Path:
-    copy = tmp_path / "project"
-    copy.mkdir()
-    for name in ("Makefile", "requirements.txt", "requirements.lock", "requirements-dev.txt"):
-        shutil.copy(REPO / name, copy)
-    (copy / "app").mkdir()
-    shutil.copy(REPO / "app" / "__init__.py", copy / "app")
-    return copy
-
-
-def make(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["make", "--no-print-directory", *args],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def test_make_run_refuses_an_old_python_with_a_clear_message(tmp_path: Path) -> None:
-    python, version = older_python(tmp_path)
-    copy = project_copy(tmp_path)
-    done = make(copy, "run", f"PYTHON={python}")
-    assert done.returncode == 2
-    assert (
-        f"make: mxjob-controller needs Python 3.11 or later, and {python} is Python {version}; "
-        "run make PYTHON=python3.11 (or newer)"
-    ) in done.stderr
-    assert not (copy / ".venv").exists()
-
-
-def broken_dangling(venv: Path, _: Path) -> None:
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "python").symlink_to(venv / "gone" / "python3")
-
-
-def broken_old(venv: Path, tmp_path: Path) -> None:
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin" / "python").symlink_to(older_python(tmp_path)[0])
-
-
-def broken_without_pip(venv: Path, _: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
-    )
-
-
-@pytest.mark.parametrize(
-    "breakage",
-    [
-        pytest.param(broken_dangling, id="python-gone"),
-        pytest.param(broken_old, id="python-too-old"),
-        pytest.param(broken_without_pip, id="no-pip"),
-    ],
-)
-def test_a_broken_venv_is_built_again(
-    tmp_path: Path, breakage: Callable[[Path, Path], None]
-) -> None:
-    copy = project_copy(tmp_path)
-    breakage(copy / ".venv", tmp_path)
-    (copy / ".venv" / ".runtime").touch()  # the stamp that used to make it look complete
-    done = make(copy, "-n", "run", f"PYTHON={sys.executable}")
-    assert done.returncode == 0, done.stderr
-    assert (
-        "make: .venv is broken (no working Python 3.11 or later with pip in it); building it again"
-        in done.stdout
-    )
-    assert (copy / ".venv" / ".runtime").exists()  # make -n only says what it would do
-    plan = done.stdout.splitlines()
-    assert plan.index("rm -rf .venv") < plan.index(f"{sys.executable} -m venv .venv")
-    assert ".venv/bin/pip install --quiet --require-hashes -r requirements.lock" in plan
-    assert plan[-1] == ".venv/bin/python -m app serve --host 127.0.0.1 --port 8080"
-
-
-def test_a_healthy_venv_is_kept(tmp_path: Path) -> None:
-    """The check leaves a working .venv alone, here a link to the project's own."""
-    copy = project_copy(tmp_path)
-    (copy / ".venv").symlink_to(Path(sys.executable).parents[1])
-    done = make(copy, "-n", "run")
-    assert "broken" not in done.stdout
-    assert (copy / ".venv").is_symlink()
-    assert "-m venv" not in done.stdout
 
 
 def test_install_docs_own_image_overlay(tmp_path: Path) -> None:

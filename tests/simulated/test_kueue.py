@@ -16,6 +16,25 @@ from tests.support.kueue_jobs import (
 )
 from tests.support.simcluster import SimCluster
 
+# The Workload's status as Kueue writes it: admitted to the ClusterQueue `cq` on flavor
+# on-a, then preempted.
+ADMITTED = wl_status(
+    ("QuotaReserved", "True", "QuotaReserved", "reserved"),
+    ("Admitted", "True", "Admitted", "admitted"),
+    queue="cq",
+    assign=[{"name": "worker", "flavors": {"cpu": "on-a"}, "count": 1}],
+)
+EVICTED = copy.deepcopy(ADMITTED)
+EVICTED["conditions"].append(
+    {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "preempted"}
+)
+
+
+def kueue_says(sim: SimCluster, status: dict[str, Any]) -> None:
+    """Kueue writes `status` into the job's one Workload."""
+    (workload,) = sim.children[WL].values()
+    workload["status"] = copy.deepcopy(status)
+
 
 @pytest.mark.parametrize("stale", [False, True], ids=["fresh", "stale-parent"])
 def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
@@ -24,33 +43,17 @@ def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
     parent = labelled({"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": replica_spec()}})
     sim = SimCluster(parent, stale=stale, child_types=("Pod.v1", "Service.v1", WL))
     sim.related = related(*FLAVORS)
-
-    def kueue_says(status: dict[str, Any]) -> None:
-        (workload,) = sim.children[WL].values()
-        workload["status"] = copy.deepcopy(status)
-
-    assign = [{"name": "worker", "flavors": {"cpu": "on-a"}, "count": 1}]
-    admitted = wl_status(
-        ("QuotaReserved", "True", "QuotaReserved", "reserved"),
-        ("Admitted", "True", "Admitted", "admitted"),
-        queue="cq",
-        assign=assign,
-    )
-    evicted = copy.deepcopy(admitted)
-    evicted["conditions"].append(
-        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": "preempted"}
-    )
     sim.sync()
     assert sim.names() == []
     assert sim.true_conditions() == {"Created": "MXJobCreated", "Queued": "MXJobQueued"}
     (name,) = sim.children[WL]
-    kueue_says(admitted)
+    kueue_says(sim, ADMITTED)
     sim.sync(1)
     sim.run()
     sim.sync(1)
     assert sim.true_conditions() == {"Created": "MXJobCreated", "Running": "MXJobRunning"}
     assert sim.pods()["mnist-worker-0"]["spec"]["nodeSelector"] == {"pool": "a"}
-    kueue_says(evicted)
+    kueue_says(sim, EVICTED)
     for _ in range(3):
         sim.sync(1)
         assert sim.true_conditions() == {"Created": "MXJobCreated", "Queued": "MXJobEvicted"}
@@ -58,7 +61,7 @@ def test_a_whole_life_preempted_and_requeued(stale: bool) -> None:
     # The evicted Workload went once the status recorded it; a new one waits, pending.
     assert f"{WL}/{name}" in sim.deleted
     assert sim.children[WL][name].get("status") is None
-    kueue_says(admitted)
+    kueue_says(sim, ADMITTED)
     sim.sync(1)
     sim.run()
     sim.sync(1)

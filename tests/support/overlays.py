@@ -42,3 +42,15 @@ LAYOUT = {
 def build(overlay: str) -> tuple[dict[str, Any], ...]:
     """The hook's objects of `overlay` (`kubectl kustomize`), built once per session."""
     return hook_objects(overlay)
+
+
+def the(overlay: str, kind: str) -> dict[str, Any]:
+    """The overlay's one object of `kind` that is the hook's (not the Workload-status
+    writer's, which the kueue overlay adds)."""
+    (found,) = (
+        doc
+        for doc in build(overlay)
+        if doc["kind"] == kind
+        and doc["metadata"].get("labels", {}).get("app.kubernetes.io/component") != "kueue-status"
+    )
+    return found

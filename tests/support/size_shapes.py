@@ -140,3 +140,9 @@ RELEASE_0_1_0_LARGEST = [
     pytest.param("a", train(sidecars=3), 1460, id="three-sidecars"),
     pytest.param("tune", tune, 2925, id="tune-job"),
 ]
+
+
+def last_condition(answer: dict[str, Any]) -> tuple[str, str, str]:
+    """The type, status and reason of the answer's last condition."""
+    last = answer["status"]["conditions"][-1]
+    return last["type"], last["status"], last["reason"]

@@ -11,6 +11,7 @@ from app.core.mxnet import names
 from app.core.observe.pods import attempt_of, count, observe
 from tests.support import jobs as s
 from tests.support.hooked import sync
+from tests.support.odd_digits import NOT_DIGITS, UNICODE_DIGITS
 
 RUNNING = s.pod_status("Running")
 
@@ -21,14 +22,10 @@ RUNNING = s.pod_status("Running")
         pytest.param("0", 0, id="zero"),
         pytest.param("12", 12, id="decimal-string"),
         pytest.param(7, 7, id="integer"),
-        # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
-        pytest.param("²", None, id="superscript-two"),
-        pytest.param("①", None, id="circled-one"),
-        pytest.param("٣", None, id="arabic-indic-three"),
-        pytest.param("\uff11", None, id="fullwidth-one"),
-        pytest.param("1²", None, id="digit-then-superscript"),
-        pytest.param("", None, id="empty"),
-        pytest.param("-1", None, id="negative-string"),
+        *(
+            pytest.param(text, None, id=name)
+            for name, text in (UNICODE_DIGITS | NOT_DIGITS).items()
+        ),
         pytest.param(-1, None, id="negative-integer"),
         pytest.param(True, None, id="boolean"),
         pytest.param(1.0, None, id="float"),

@@ -49,73 +49,37 @@ def true_conditions(
     return [c["type"] for c in answer["status"]["conditions"] if c["status"] == "True"]
 
 
-@pytest.mark.parametrize(
-    ("spec", "states", "default", "expected"),
-    [
-        pytest.param(
-            TRAIN,
-            {"scheduler": R},
-            s.pod_status("Pending"),
-            ["Created", "Running"],
-            id="train-scheduler-running-decides",
-        ),
-        pytest.param(
-            TRAIN,
-            {"scheduler": s.pod_status("Pending")},
-            R,
-            ["Created"],
-            id="train-workers-running-not-enough",
-        ),
-        pytest.param(
-            TRAIN,
-            {"scheduler": OK},
-            R,
-            ["Created", "Succeeded"],
-            id="train-scheduler-succeeded-decides",
-        ),
-        pytest.param(
-            TRAIN,
-            {"worker": OK},
-            R,
-            # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
-            ["Created", "Running"],
-            id="train-workers-succeeded-not-enough",
-        ),
-        pytest.param(
-            TRAIN, {"server": FAIL}, R, ["Created", "Failed"], id="train-any-never-failure-fails"
-        ),
-        pytest.param(
-            NO_SERVER,
-            {"scheduler": OK},
-            R,
-            ["Created", "Succeeded"],
-            id="no-server-scheduler-decides",
-        ),
-        pytest.param(SINGLE, {}, R, ["Created", "Running"], id="single-worker-running"),
-        pytest.param(SINGLE, {}, OK, ["Created", "Succeeded"], id="single-worker-succeeded"),
-        pytest.param(SINGLE, {}, FAIL, ["Created", "Failed"], id="single-worker-failed"),
-        pytest.param(
-            TUNE,
-            {"tuner": R},
-            s.pod_status("Pending"),
-            ["Created", "Running"],
-            id="tune-tuner-running-decides",
-        ),
-        pytest.param(
-            TUNE, {"tuner": OK}, R, ["Created", "Succeeded"], id="tune-tuner-succeeded-decides"
-        ),
-        pytest.param(
-            TUNE,
-            {"tunertracker": OK, "tunerserver": OK},
-            R,
-            ["Created", "Running"],
-            id="tune-others-succeeded-not-enough",
-        ),
-        pytest.param(
-            TUNE, {"tunerserver": FAIL}, R, ["Created", "Failed"], id="tune-server-failure-fails"
-        ),
-    ],
-)
+PENDING = s.pod_status("Pending")
+# A spec, the pods' states by replica type (the others in the default state), and the
+# conditions then true: which replica decides.
+DECIDER_CASES = [
+    pytest.param(TRAIN, {"scheduler": R}, PENDING, ["Created", "Running"],
+                 id="train-scheduler-running-decides"),
+    pytest.param(TRAIN, {"scheduler": PENDING}, R, ["Created"],
+                 id="train-workers-running-not-enough"),
+    pytest.param(TRAIN, {"scheduler": OK}, R, ["Created", "Succeeded"],
+                 id="train-scheduler-succeeded-decides"),
+    pytest.param(TRAIN, {"worker": OK}, R, ["Created", "Running"],
+                 id="train-workers-succeeded-not-enough"),
+    pytest.param(TRAIN, {"server": FAIL}, R, ["Created", "Failed"],
+                 id="train-any-never-failure-fails"),
+    pytest.param(NO_SERVER, {"scheduler": OK}, R, ["Created", "Succeeded"],
+                 id="no-server-scheduler-decides"),
+    pytest.param(SINGLE, {}, R, ["Created", "Running"], id="single-worker-running"),
+    pytest.param(SINGLE, {}, OK, ["Created", "Succeeded"], id="single-worker-succeeded"),
+    pytest.param(SINGLE, {}, FAIL, ["Created", "Failed"], id="single-worker-failed"),
+    pytest.param(TUNE, {"tuner": R}, PENDING, ["Created", "Running"],
+                 id="tune-tuner-running-decides"),
+    pytest.param(TUNE, {"tuner": OK}, R, ["Created", "Succeeded"],
+                 id="tune-tuner-succeeded-decides"),
+    pytest.param(TUNE, {"tunertracker": OK, "tunerserver": OK}, R, ["Created", "Running"],
+                 id="tune-others-succeeded-not-enough"),
+    pytest.param(TUNE, {"tunerserver": FAIL}, R, ["Created", "Failed"],
+                 id="tune-server-failure-fails"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("spec", "states", "default", "expected"), DECIDER_CASES)
 def test_decider(
     spec: dict[str, Any], states: dict[str, Any], default: dict[str, Any], expected: list[str]
 ) -> None:

@@ -1,12 +1,11 @@
-"""The size rule (app/core/validate/sizerule.py): MX_CONFIG fits a process's environment, a sync fits the
-body limit and the parse budget; the CRD's CEL form agrees with the hook."""
+"""The size rule (app/core/validate/sizerule.py): MX_CONFIG fits a process's environment, a sync
+fits the body limit and the parse budget. The CRD's CEL form: test_size_rule_cel.py; the size
+estimates and messages: test_size_estimates.py."""
 
-import json
 import subprocess
 from typing import Any
 
 import pytest
-import yaml
 
 from app.core.build import children
 from app.core.model import kinds
@@ -19,9 +18,6 @@ from app.core.validate.costs import MiB
 from app.core.validate.validation import normalise
 from app.service.settings import Settings
 from tests.support import jobs as s
-from tests.support.cel_size_rule import rule, sync_rule
-from tests.support.crd_admission import CRD_FILE, cel_errors
-from tests.support.golden_cases import released_0_1_0
 from tests.support.hooked import sync
 from tests.support.size_shapes import (
     BY_BYTES,
@@ -31,13 +27,10 @@ from tests.support.size_shapes import (
     LARGEST,
     RELEASE_0_1_0_LARGEST,
     MakeSpec,
-    template,
+    last_condition,
     train,
     workers,
 )
-
-CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
-CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request"
 
 
 def admitted(name: str, spec: dict[str, Any], layout: Layout = Layout.CONFIG_MAP) -> bool:
@@ -149,21 +142,19 @@ def test_1200_replicas_are_refused_inline_and_admitted_with_configmaps() -> None
     )
 
 
-def _condition(answer: dict[str, Any]) -> tuple[str, str, str]:
-    last = answer["status"]["conditions"][-1]
-    return last["type"], last["status"], last["reason"]
-
-
 def test_the_layout_is_the_one_the_request_implies() -> None:
     """A new job is refused for good under a CompositeController without ConfigMaps and
     created under one with them; a running job whose pods carry MX_CONFIG whole is judged
     inline even once ConfigMaps are declared, and refused as a bad edit: its children stay."""
     job = s.mxjob(workers(1200), "a" * 32)
     inline = s.created(s.request(job))
-    assert (_condition(inline), inline["children"]) == (("Failed", "True", "MXJobInvalidSpec"), [])
+    assert (last_condition(inline), inline["children"]) == (
+        ("Failed", "True", "MXJobInvalidSpec"),
+        [],
+    )
     assert INLINE_HINT in inline["status"]["conditions"][-1]["message"]
     with_maps = s.created(s.request(job, others={kinds.CONFIG_MAP_TYPE: []}))
-    assert _condition(with_maps) == ("Created", "True", "MXJobCreated")
+    assert last_condition(with_maps) == ("Created", "True", "MXJobCreated")
 
     small = s.mxjob(workers(3), "a" * 32)
     first = s.created(s.request(small))
@@ -172,7 +163,7 @@ def test_the_layout_is_the_one_the_request_implies() -> None:
     request["children"][kinds.CONFIG_MAP_TYPE] = {}
     request["parent"]["spec"] = workers(1200)
     answer = sync(request, s.later(60))
-    assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
+    assert last_condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
     assert "Failed" not in {c["type"] for c in answer["status"]["conditions"]}
     assert INLINE_HINT in answer["status"]["conditions"][-1]["message"]
     kept = {(c["kind"], c["metadata"]["name"]) for c in answer["children"]}
@@ -253,182 +244,3 @@ def test_two_replicas_over_the_cap_nothing_fits() -> None:
 
 def test_every_admitted_sync_fits_the_default_body_limit_with_room() -> None:
     assert Settings().max_body_bytes >= sizerule.MAX_SYNC_BYTES * 4 // 3
-
-
-def test_the_crd_holds_the_generated_cel_rules() -> None:
-    crd = yaml.safe_load(CRD_FILE.read_text())
-    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    assert {rule(), sync_rule()} <= {r["rule"] for r in root["x-kubernetes-validations"]}
-
-
-@pytest.mark.parametrize(("name", "make", "most"), LARGEST)
-def test_cel_admits_the_largest_job_the_hook_admits(name: str, make: MakeSpec, most: int) -> None:
-    assert cel_errors(s.mxjob(make(most), name)) == []
-
-
-def test_cel_refuses_a_sync_too_large_even_without_the_templates() -> None:
-    """3,200 Workers of four containers, a job named `a`: 3,200 x (9,500 + 3 x 2,100 + 22)
-    bytes are more than 48 MiB, whatever the templates hold; MX_CONFIG would fit."""
-    spec = train(sidecars=3)(3200)
-    errors = cel_errors(s.mxjob(spec, "a"))
-    assert [e.split(";")[0] for e in errors] == [
-        f"{CEL_SYNC_MESSAGE} of this job would carry more than 48 MiB, even before its pod "
-        "templates are counted"
-    ]
-    with pytest.raises(SpecError, match="the size rule: with every pod running"):
-        validation.validated_spec("a", spec)
-
-
-def _cel_refuses(name: str, spec: dict[str, Any]) -> bool:
-    errors = cel_errors(s.mxjob(spec, name))
-    return any(e.startswith(CEL_MESSAGE) for e in errors)
-
-
-# The CEL rule leaves out the labels map and the commas between types: at most this many
-# bytes under the hook's count for these jobs.
-CEL_SLACK = 120
-
-
-@pytest.mark.parametrize(("name", "make", "most"), BY_MX_CONFIG)
-def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
-    name: str, make: MakeSpec, most: int
-) -> None:
-    assert not _cel_refuses(name, make(most))
-    beyond = next(
-        n
-        for n in range(most + 1, most + 20)
-        if mxconfig.mx_config_bytes(name, MXJobSpec.model_validate(make(n)))
-        > sizerule.MAX_MX_CONFIG + CEL_SLACK
-    )
-    assert _cel_refuses(name, make(beyond))
-
-
-def test_parse_cost_message_names_the_rule_and_the_figures() -> None:
-    make = train(shape="730-env-entries")
-    with pytest.raises(SpecError) as refused:
-        validation.validated_spec("a", make(189))
-    cost = sizerule.sync_request_parse_cost("a", MXJobSpec.model_validate(normalise(make(189))))
-    assert str(refused.value) == (
-        "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
-        f"job would take about {cost // MiB} MiB to parse, more than 420 MiB; use fewer "
-        "replicas or pod templates of fewer values (list entries, map keys)"
-    )
-
-
-def test_size_message_names_the_rule_and_the_figures() -> None:
-    with pytest.raises(SpecError) as refused:
-        validation.validated_spec("a", train(env_bytes=20_000)(1006))
-    assert str(refused.value) == (
-        "spec.mxReplicaSpecs: the size rule: with every pod running, a sync request of this "
-        f"job would carry about {sizerule.sync_request_bytes('a', _spec(1006)) // 2**20} MiB, "
-        "more than 48 MiB; use fewer replicas or smaller pod templates"
-    )
-    assert json.dumps(str(refused.value))
-
-
-def _spec(n: int) -> MXJobSpec:
-    return MXJobSpec.model_validate(train(env_bytes=20_000)(n))
-
-
-# A running Worker's pod and Service of each template shape, as the real Metacontroller sends
-# them under its default apply strategy (the larger of the two), measured by
-# tests/apiserver/test_size_estimate.py on 2026-11-23: (bytes, parse_cost of
-# app/core/validate/costs.py), the smallest shape's bytes not recorded. That test holds the
-# estimates to the live figures, this one to the recorded ones without a server. Without the
-# last-applied copies (server-side apply) each is smaller, 61,942 the smallest parse cost.
-MEASURED = {
-    "smallest": (None, 89_513),
-    "730-env-entries": (96_565, 2_099_933),
-    "20-kb-value": (47_622, 132_262),
-    "400-ports": (165_905, 3_076_713),
-    "400-volume-mounts": (65_402, 1_204_490),
-    "1000-args": (27_317, 637_925),
-    "400-labels": (22_705, 466_313),
-    "three-sidecars": (12_614, 167_150),
-}
-MEASURED_BYTES = [(shape, size) for shape, (size, _) in MEASURED.items() if size is not None]
-MEASURED_PARSE_COST = [(shape, cost) for shape, (_, cost) in MEASURED.items()]
-
-
-@pytest.mark.parametrize(("shape", "measured"), MEASURED_BYTES)
-def test_the_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
-    assert sizerule.replica_sync_bytes("a", template(shape)) >= measured
-
-
-@pytest.mark.parametrize(("shape", "measured"), MEASURED_PARSE_COST)
-def test_the_parse_cost_estimate_bounds_the_measured_replica(shape: str, measured: int) -> None:
-    assert sizerule.replica_parse_cost("a", template(shape)) >= measured
-
-
-def test_remembered_estimates_are_the_estimates_and_stay_bounded() -> None:
-    """A job is validated at every sync: its templates' estimates are remembered, keyed by
-    their JSON and the name's length, so a changed template or name is estimated anew, a
-    template orjson cannot write is estimated every time, and the memory stays bounded."""
-    sizerule._ESTIMATES.clear()
-    shapes = [template(shape) for shape in ("smallest", "730-env-entries", "three-sidecars")]
-    for shaped in shapes:
-        for name in ("a", "a" * 32):
-            direct = sizerule.replica_sync_bytes(name, shaped)
-            assert sizerule._replica_estimates(name, shaped) == (
-                direct,
-                sizerule.replica_parse_cost(name, shaped),
-            )
-    assert len(sizerule._ESTIMATES) == 6
-    huge = template("smallest")
-    huge["metadata"] = {"annotations": {"n": "1"}, "x": 2**70}
-    assert sizerule._replica_estimates("a", huge)[0] == sizerule.replica_sync_bytes("a", huge)
-    assert len(sizerule._ESTIMATES) == 6
-    for i in range(sizerule._ESTIMATES_MOST * 2):
-        varied = template("smallest")
-        varied["metadata"] = {"labels": {"i": str(i)}}
-        sizerule._replica_estimates("a", varied)
-    assert len(sizerule._ESTIMATES) <= sizerule._ESTIMATES_MOST
-
-
-def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() -> None:
-    """A job started by release 0.1.0 with more replicas than that layout's bound: refused as
-    a bad edit (its children kept); suspended, it is judged in the layout its pods will be
-    made in when it resumes, so the suspension takes effect, and it resumes in the shipped
-    layout."""
-    job = s.mxjob(train()(3000), "a")
-    maps = (kinds.CONFIG_MAP_TYPE,)
-    released = released_0_1_0(s.created(s.request(job, others={kinds.CONFIG_MAP_TYPE: []})))
-    running = {p["metadata"]["name"]: s.pod_status("Running") for p in s.pods_of(released)}
-    request, answer = s.step(job, released, running, s.later(30), maps)
-    assert _condition(answer) == ("InvalidSpec", "True", "MXJobInvalidSpec")
-    assert len(answer["children"]) == 6001
-
-    job["spec"]["runPolicy"] = {"suspend": True}
-    request["parent"]["spec"] = job["spec"]
-    suspended = sync(request, s.later(60))
-    assert _condition(suspended) == ("Suspended", "True", "MXJobSuspended")
-    assert suspended["children"] == []
-
-    job["spec"]["runPolicy"] = {"suspend": False}
-    resumed = sync(
-        s.request(job | {"status": suspended["status"]}, others={kinds.CONFIG_MAP_TYPE: []}),
-        s.later(90),
-    )
-    assert "MXJobInvalidSpec" not in json.dumps(resumed["status"])
-    first_pod = s.pods_of(resumed)[0]
-    assert "envFrom" in first_pod["spec"]["containers"][0]
-
-
-def test_remembered_layout_copies_are_the_walked_ones_and_stay_bounded() -> None:
-    sizerule._LAYOUTS.clear()
-    for n in (3, 500):
-        for layout in (Layout.INLINE, Layout.CONFIG_MAP_KEYS):
-            typed = MXJobSpec.model_validate(normalise(train()(n)))
-            remembered = sizerule._layout_copies("a", typed, layout)
-            assert remembered == sizerule._layout_walked("a", typed, layout)
-            assert sizerule._layout_copies("a", typed, layout) is remembered
-    assert len(sizerule._LAYOUTS) == 4
-    long_label = s.train_spec(0, 1)
-    long_label["mxReplicaSpecs"]["Worker"]["label"] = "x" * (sizerule._ESTIMATES_KEY_MOST + 1)
-    typed = MXJobSpec.model_validate(normalise(long_label))
-    sizerule._layout_copies("a", typed, Layout.INLINE)
-    assert len(sizerule._LAYOUTS) == 4
-    for n in range(sizerule._ESTIMATES_MOST * 2):
-        typed = MXJobSpec.model_validate(normalise(train()(n + 3)))
-        sizerule._layout_copies("a", typed, Layout.INLINE)
-    assert len(sizerule._LAYOUTS) <= sizerule._ESTIMATES_MOST

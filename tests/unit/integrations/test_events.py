@@ -75,104 +75,102 @@ def as_observed(child: dict[str, Any]) -> dict[str, Any]:
 CREATED = cond("Created", "True", "MXJobCreated", T0)
 RUNNING = cond("Running", "True", "MXJobRunning", T1)
 STOPPED = cond("Running", "False", "MXJobSucceeded", T2)
+CREATED_EVENT = event("Created", "MXJobCreated", T0)
 RUNNING_EVENT = event("Running", "MXJobRunning", T1)
 RESTARTING_EVENT = event("Restarting", "MXJobRestarting", T1[:-3] + "20Z", "Warning")
 AT = datetime.fromisoformat(T2)
+# The job's conditions, the Events observed and the time: the Events the sync wants.
+STORY = [
+    pytest.param([], [], AT, [], id="no-condition-no-event"),
+    pytest.param(
+        [CREATED, RUNNING],
+        [],
+        AT,
+        [CREATED_EVENT, event("Running", "MXJobRunning", T1)],
+        id="one-event-per-true-condition-oldest-first",
+    ),
+    pytest.param(
+        [CREATED, cond("Running", "False", "MXJobRestarting", T2)],
+        [],
+        AT,
+        [CREATED_EVENT],
+        id="false-condition-tells-nothing-new",
+    ),
+    pytest.param(
+        [CREATED, cond("Restarting", "True", "MXJobRestarting", T2)],
+        [],
+        AT,
+        [
+            CREATED_EVENT,
+            event("Restarting", "MXJobRestarting", T2, "Warning"),
+        ],
+        id="restarting-is-a-warning",
+    ),
+    pytest.param(
+        [CREATED, STOPPED, cond("Succeeded", "True", "MXJobSucceeded", T2)],
+        [as_observed(CREATED_EVENT), as_observed(RUNNING_EVENT)],
+        AT,
+        [
+            CREATED_EVENT,
+            event("Running", "MXJobRunning", T1),
+            event("Succeeded", "MXJobSucceeded", T2),
+        ],
+        id="earlier-transitions-stay-as-they-were-written",
+    ),
+    pytest.param(
+        [cond("Created", "True", "MXJobCreated", T1)],
+        [as_observed(CREATED_EVENT)],
+        AT,
+        [event("Created", "MXJobCreated", T1)],
+        id="a-transition-stamped-twice-is-one-event-the-status-one",
+    ),
+    pytest.param(
+        [cond("Created", "True", "MXJobCreated", T0)],
+        [as_observed(event("Created", "MXJobCreated", T1))],
+        AT,
+        [CREATED_EVENT],
+        id="the-status-one-also-when-older",
+    ),
+    pytest.param(
+        [CREATED, cond("Running", "True", "MXJobRunning", T2)],
+        [as_observed(RUNNING_EVENT), as_observed(RESTARTING_EVENT)],
+        AT,
+        [
+            CREATED_EVENT,
+            RUNNING_EVENT,
+            RESTARTING_EVENT,
+            event("Running", "MXJobRunning", T2),
+        ],
+        id="running-again-after-a-restart-is-a-new-event",
+    ),
+    pytest.param(
+        [CREATED, RUNNING],
+        [],
+        datetime.fromisoformat(T1) + timedelta(seconds=MAX_AGE_SECONDS - 1),
+        [event("Running", "MXJobRunning", T1)],
+        id="older-than-the-limit-no-longer-wanted",
+    ),
+    pytest.param(
+        [CREATED],
+        [as_observed(event("Running", "MXJobRunning", T1))],
+        datetime.fromisoformat(T1) + timedelta(seconds=MAX_AGE_SECONDS),
+        [],
+        id="observed-event-ages-out-too",
+    ),
+    pytest.param(
+        [CREATED],
+        [
+            as_observed(CREATED_EVENT) | {"metadata": {"name": "other.created-1"}},
+            {"metadata": {"name": "mnist.running-2"}},
+        ],
+        AT,
+        [CREATED_EVENT],
+        id="observed-of-another-job-or-without-time-not-kept",
+    ),
+]
 
 
-@pytest.mark.parametrize(
-    ("conds", "observed", "now", "expected"),
-    [
-        pytest.param([], [], AT, [], id="no-condition-no-event"),
-        pytest.param(
-            [CREATED, RUNNING],
-            [],
-            AT,
-            [event("Created", "MXJobCreated", T0), event("Running", "MXJobRunning", T1)],
-            id="one-event-per-true-condition-oldest-first",
-        ),
-        pytest.param(
-            [CREATED, cond("Running", "False", "MXJobRestarting", T2)],
-            [],
-            AT,
-            [event("Created", "MXJobCreated", T0)],
-            id="false-condition-tells-nothing-new",
-        ),
-        pytest.param(
-            [CREATED, cond("Restarting", "True", "MXJobRestarting", T2)],
-            [],
-            AT,
-            [
-                event("Created", "MXJobCreated", T0),
-                event("Restarting", "MXJobRestarting", T2, "Warning"),
-            ],
-            id="restarting-is-a-warning",
-        ),
-        pytest.param(
-            [CREATED, STOPPED, cond("Succeeded", "True", "MXJobSucceeded", T2)],
-            [as_observed(event("Created", "MXJobCreated", T0)), as_observed(RUNNING_EVENT)],
-            AT,
-            [
-                event("Created", "MXJobCreated", T0),
-                event("Running", "MXJobRunning", T1),
-                event("Succeeded", "MXJobSucceeded", T2),
-            ],
-            # Same shape, different facts: one case a pytest.param, kept apart for readable failures.
-            id="earlier-transitions-stay-as-they-were-written",
-        ),
-        pytest.param(
-            [cond("Created", "True", "MXJobCreated", T1)],
-            [as_observed(event("Created", "MXJobCreated", T0))],
-            AT,
-            [event("Created", "MXJobCreated", T1)],
-            id="a-transition-stamped-twice-is-one-event-the-status-one",
-        ),
-        pytest.param(
-            [cond("Created", "True", "MXJobCreated", T0)],
-            [as_observed(event("Created", "MXJobCreated", T1))],
-            AT,
-            [event("Created", "MXJobCreated", T0)],
-            id="the-status-one-also-when-older",
-        ),
-        pytest.param(
-            [CREATED, cond("Running", "True", "MXJobRunning", T2)],
-            [as_observed(RUNNING_EVENT), as_observed(RESTARTING_EVENT)],
-            AT,
-            [
-                event("Created", "MXJobCreated", T0),
-                RUNNING_EVENT,
-                RESTARTING_EVENT,
-                event("Running", "MXJobRunning", T2),
-            ],
-            id="running-again-after-a-restart-is-a-new-event",
-        ),
-        pytest.param(
-            [CREATED, RUNNING],
-            [],
-            datetime.fromisoformat(T1) + timedelta(seconds=MAX_AGE_SECONDS - 1),
-            [event("Running", "MXJobRunning", T1)],
-            id="older-than-the-limit-no-longer-wanted",
-        ),
-        pytest.param(
-            [CREATED],
-            [as_observed(event("Running", "MXJobRunning", T1))],
-            datetime.fromisoformat(T1) + timedelta(seconds=MAX_AGE_SECONDS),
-            [],
-            id="observed-event-ages-out-too",
-        ),
-        pytest.param(
-            [CREATED],
-            [
-                as_observed(event("Created", "MXJobCreated", T0))
-                | {"metadata": {"name": "other.created-1"}},
-                {"metadata": {"name": "mnist.running-2"}},
-            ],
-            AT,
-            [event("Created", "MXJobCreated", T0)],
-            id="observed-of-another-job-or-without-time-not-kept",
-        ),
-    ],
-)
+@pytest.mark.parametrize(("conds", "observed", "now", "expected"), STORY)
 def test_story(
     conds: list[dict[str, str]],
     observed: list[dict[str, Any]],
