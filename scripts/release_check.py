@@ -1,5 +1,5 @@
-"""The release rule of CHANGELOG.md's header, for tests/manifests/test_release.py and the release
-workflow.
+"""The release rule of CHANGELOG.md's header, for tests/manifests/test_release_check.py and the
+release workflow.
 
 `app.__version__` is the version the code at hand will be released as: with `[Unreleased]`
 empty, the newest dated section names it; with entries under `[Unreleased]`, it is newer than
