@@ -8,22 +8,14 @@ import pytest
 from tests.manifests.test_metacontroller_role import ALL_COMPONENTS
 from tests.support.kustomize import overlay_objects
 from tests.support.overlays import LAYOUT
+from tests.support.quantities import mebibytes
 
 RESTRICTED = {
     f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")
 }
-MIB = 1024 * 1024
-# Metacontroller's peak RSS for the largest job the hook accepts, 1/100/1000 (docs/performance.md,
-# "Memory").
-LARGEST_JOB_PEAK = 215 * MIB
-
-
-def bytes_of(quantity: str) -> int:
-    units = {"Ki": 1024, "Mi": MIB, "Gi": 1024 * MIB}
-    for unit, factor in units.items():
-        if quantity.endswith(unit):
-            return int(quantity.removesuffix(unit)) * factor
-    return int(quantity)
+# Metacontroller's peak RSS for the largest job the hook accepts, 1/100/1000, in MiB
+# (docs/performance.md, "Memory").
+LARGEST_JOB_PEAK_MIB = 215
 
 
 CASES = [pytest.param(o, (), id=o) for o in LAYOUT]
@@ -50,5 +42,5 @@ def test_metacontroller_has_requests_and_limits_that_fit_the_largest_job() -> No
     assert set(resources) == {"requests", "limits"}
     for part in ("requests", "limits"):
         assert set(resources[part]) == {"cpu", "memory"}, part
-    assert bytes_of(resources["requests"]["memory"]) >= LARGEST_JOB_PEAK
-    assert bytes_of(resources["limits"]["memory"]) >= 4 * LARGEST_JOB_PEAK
+    assert mebibytes(resources["requests"]["memory"]) >= LARGEST_JOB_PEAK_MIB
+    assert mebibytes(resources["limits"]["memory"]) >= 4 * LARGEST_JOB_PEAK_MIB

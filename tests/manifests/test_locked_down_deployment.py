@@ -1,7 +1,6 @@
 """The hook's deployment as kustomize builds it keeps everyone else out and stays up: each
 requirement of the locked-down deployment, checked on every overlay's `kubectl kustomize` output."""
 
-import re
 from functools import cache
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 from app.service.settings import Settings, from_env
 from tests.support import REPO
 from tests.support.kustomize import hook_objects
+from tests.support.quantities import mebibytes
 
 OVERLAYS = REPO / "manifests" / "overlays"
 NAMES = sorted(p.name for p in OVERLAYS.iterdir() if p.is_dir())
@@ -50,11 +50,6 @@ def _security(overlay: str, field: str) -> Any:
     """A security setting as it applies to the container: its own, else the pod's."""
     own = _container(overlay).get("securityContext", {})
     return own.get(field, _pod(overlay)["spec"].get("securityContext", {}).get(field))
-
-
-def _mebibytes(quantity: str) -> float:
-    number, unit = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGT]i)?", quantity).groups()  # type: ignore[union-attr]
-    return float(number) * {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024**2, None: 2**-20}[unit]
 
 
 @pytest.fixture(params=NAMES)
@@ -103,7 +98,7 @@ def test_requests_and_limits_fit_the_largest_accepted_sync(overlay: str) -> None
     resources = _container(overlay)["resources"]
     for bound in ("requests", "limits"):
         assert set(resources[bound]) == {"cpu", "memory"}
-    assert _mebibytes(resources["limits"]["memory"]) >= 2 * MEASURED_PEAK_MIB
+    assert mebibytes(resources["limits"]["memory"]) >= 2 * MEASURED_PEAK_MIB
     # The peak was measured with bodies up to the default limit; a larger one needs more.
     env = {e["name"]: e.get("value") for e in _container(overlay).get("env", [])}
     body_limit = int(env.get("MXJOB_MAX_BODY_BYTES") or Settings().max_body_bytes)
