@@ -172,11 +172,11 @@ def binds_metacontroller(binding: dict[str, Any]) -> bool:
     return any({k: s.get(k) for k in account} == account for s in binding.get("subjects") or [])
 
 
-def grant_metacontroller(server: ApiServer, documents: Sequence[dict[str, Any]]) -> Path:
-    """Apply the ClusterRoleBindings and RoleBindings among `documents` (an install's objects)
-    that bind Metacontroller's ServiceAccount, and the roles they name, exactly as they are (with
-    the namespaces the Roles live in); return the kubeconfig that authenticates as that
-    ServiceAccount, for `run_metacontroller`."""
+def metacontroller_access(
+    documents: Sequence[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ClusterRoleBindings and RoleBindings among `documents` (an install's objects) that
+    bind Metacontroller's ServiceAccount, and the roles they name: (roles, bindings)."""
     bindings = [
         d for d in documents
         if d["kind"] in ("ClusterRoleBinding", "RoleBinding") and binds_metacontroller(d)
@@ -189,6 +189,14 @@ def grant_metacontroller(server: ApiServer, documents: Sequence[dict[str, Any]])
     ]  # fmt: skip
     if not any(b["kind"] == "ClusterRoleBinding" for b in bindings) or len(roles) != len(named):
         raise ClusterError(f"no ClusterRole bound to {METACONTROLLER_USER} among the objects given")
+    return roles, bindings
+
+
+def grant_metacontroller(server: ApiServer, documents: Sequence[dict[str, Any]]) -> Path:
+    """Apply `metacontroller_access(documents)` exactly as it is (with the namespaces its Roles
+    live in); return the kubeconfig that authenticates as Metacontroller's ServiceAccount, for
+    `run_metacontroller`."""
+    roles, bindings = metacontroller_access(documents)
     namespaces = sorted({d["metadata"]["namespace"] for d in roles if d["kind"] == "Role"})
     namespace = {"apiVersion": "v1", "kind": "Namespace"}
     server.apply(*({**namespace, "metadata": {"name": n}} for n in namespaces), *roles, *bindings)

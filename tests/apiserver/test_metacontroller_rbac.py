@@ -28,9 +28,9 @@ from localcluster.apiserver import (
 from localcluster.crds import install_crds
 from localcluster.realstack import (
     Metacontroller,
-    binds_metacontroller,
     grant_metacontroller,
     install_controller,
+    metacontroller_access,
     run_metacontroller,
     serve_hook,
 )
@@ -214,7 +214,8 @@ def test_each_rule_of_the_shipped_roles_is_needed(gang_stack: GangStack, gang_jo
     made while running the job (the real authorizer, asked by SubjectAccessReview), or refused
     a child with blockOwnerDeletion by the real admission plugin; the full roles allow all."""
     server, rest = gang_stack.apiserver, gang_stack.rest
-    rules = rules_of(metacontroller_roles(overlay_objects(OVERLAY, "volcano")))
+    roles, _ = metacontroller_access(overlay_objects(OVERLAY, "volcano"))
+    rules = rules_of(roles)
     made = requests_made(gang_stack.audit_log, METACONTROLLER_USER)
     probes = {"rule-probe-all": rules} | {
         f"rule-probe-{i}": rules[:i] + rules[i + 1 :] for i in range(len(rules))
@@ -241,13 +242,6 @@ def test_each_rule_of_the_shipped_roles_is_needed(gang_stack: GangStack, gang_jo
 
 def allows_any(rest: Rest, user: str, requests: set[Request]) -> bool:
     return any(allowed(rest, user, METACONTROLLER_GROUPS, r) for r in requests)
-
-
-def metacontroller_roles(objects: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
-    """The roles the install binds to Metacontroller's ServiceAccount."""
-    bindings = [d for d in objects if d["kind"].endswith("RoleBinding") and binds_metacontroller(d)]
-    named = {(b["roleRef"]["kind"], b["roleRef"]["name"]) for b in bindings}
-    return [d for d in objects if (d["kind"], d["metadata"]["name"]) in named]
 
 
 def blocks_owner_deletion(server: ApiServer, user: str, job: Job) -> bool:
