@@ -69,6 +69,8 @@ def pairs(measures: list[Measure]) -> list[tuple[Measure, Measure]]:
 
 
 def ratio(ours: float | None, theirs: float | None) -> str:
+    """Ours as a multiple of theirs; "-" where either is missing or theirs is 0 (a short window
+    at rest can read 0.000 s of CPU)."""
     if ours is None or theirs is None or theirs == 0:
         return "-"
     return f"{ours / theirs:.2f}x"

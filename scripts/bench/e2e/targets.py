@@ -3,7 +3,7 @@ same run: met or not."""
 
 from scripts.bench.controllers import TRAINING_OPERATOR
 from scripts.bench.e2e.figures import Measure, children, cpu, running_after, succeeded_after
-from scripts.bench.e2e.tables import pairs
+from scripts.bench.e2e.tables import pairs, ratio
 from scripts.bench.fleet import Idle, at, cluster_wide, requests_at
 from scripts.bench.report import table
 
@@ -67,7 +67,7 @@ def rival_targets(measures: list[Measure]) -> list[Row]:
         rows.append(
             row(
                 f"{ours.scenario.name}: controller CPU per job ≤ {cap}x training-operator's",
-                f"{a:.2f} s vs {b:.2f} s = {a / max(b, 1e-9):.2f}x",
+                f"{a:.2f} s vs {b:.2f} s = {ratio(a, b)}",
                 a <= cap * b,
             )
         )
@@ -94,7 +94,7 @@ def at_rest_targets(idles: list[Idle]) -> list[Row]:
             row(
                 f"a fleet of {top} running jobs at rest: controller CPU a minute ≤ 2x "
                 "training-operator's",
-                f"{a:.3f} s vs {b:.3f} s = {a / b:.2f}x",
+                f"{a:.3f} s vs {b:.3f} s = {ratio(a, b)}",
                 a <= 2 * b,
             )
         )
@@ -103,7 +103,7 @@ def at_rest_targets(idles: list[Idle]) -> list[Row]:
             row(
                 "1,000 running jobs at rest (extrapolated): controller CPU a minute ≤ 2x "
                 "training-operator's",
-                f"{a1:.3f} s vs {b1:.3f} s = {a1 / max(b1, 1e-9):.2f}x",
+                f"{a1:.3f} s vs {b1:.3f} s = {ratio(a1, b1)}",
                 a1 <= 2 * b1,
             )
         )
