@@ -87,6 +87,15 @@ fast: $(VENV)/.dev
 demo: $(VENV)/.dev
 	$(BIN)/python -m e2e.demo
 
+# Line and branch coverage of app/ by every tier that runs it in-process (all but the API-server
+# and MXNet tiers, whose hook is a separate process), in one serial process: about 15 minutes.
+# The figures it prints are the floor a change to the suite keeps (docs/development.md).
+.PHONY: coverage
+coverage: $(VENV)/.dev
+	$(BIN)/coverage erase
+	$(BIN)/coverage run -m pytest -q -p no:xdist -p no:cacheprovider -m "not apiserver and not mxnet"
+	$(BIN)/coverage json -q -o - | $(BIN)/python -m scripts.coverage_totals
+
 # Sustained concurrent syncs on loopback with a restart half-way (docs/reliability.md).
 soak: $(VENV)/.dev
 	$(BIN)/python -m scripts.soak --duration $(SOAK_SECONDS)
