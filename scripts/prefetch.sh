@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build every Go binary the test suite uses, one after another, in the order the suite first
+# Build every Go binary the test suite uses, in two chains, each in the order the suite first
 # needs them. `make test` runs its checks under `prefetch.sh -- ...`: the builds then run in the
 # background at the lowest CPU priority while lint, typecheck and the tiers that need no build
 # run, so on a fresh machine they use the cores those leave idle instead of each one stopping
@@ -36,23 +36,29 @@ step() {
     fi
 }
 
-# The order the suite first needs them in (tests/conftest.py runs the tiers that build nothing
-# first): actionlint for `make lint`; helm, promtool, the monitoring CRDs and Katib's condition
-# check for the manifests tier; then the API-server tier's, in the order its modules first use
-# them (the end-to-end bench's smoke test needs training-operator early, the Kueue modules
-# come late). go-tools.sh is run once per tool, so that each tool's line has its own time.
+# Two chains at once, each in the order the suite first needs its builds (tests/conftest.py
+# runs the tiers that build nothing first): the tools of `make lint` and the manifests tier
+# (actionlint, helm, promtool, the monitoring CRDs, Katib's condition check) and then the
+# API-server tier's optional components; beside them the API-server tier's cluster (the
+# end-to-end bench's smoke test needs training-operator early, the Kueue modules come late).
+# A Go build compiles on every core but fetches its modules on one connection at a time, so a
+# second chain compiles while the first downloads. go-tools.sh is run once per tool, so that
+# each tool's line has its own time.
 builds() {
-    step actionlint "$HERE/go-tools.sh" actionlint
-    step helm "$HERE/go-tools.sh" helm
-    step promtool "$HERE/go-tools.sh" promtool
-    step monitoring-crds "$HERE/go-tools.sh" monitoring-crds
-    step katib-conditions "$HERE/katib-conditions.sh"
+    {
+        step actionlint "$HERE/go-tools.sh" actionlint
+        step helm "$HERE/go-tools.sh" helm
+        step promtool "$HERE/go-tools.sh" promtool
+        step monitoring-crds "$HERE/go-tools.sh" monitoring-crds
+        step katib-conditions "$HERE/katib-conditions.sh"
+        step kube-controllers "$HERE/go-tools.sh" kube-controllers
+        step kube-state-metrics "$HERE/go-tools.sh" kube-state-metrics
+    } &
     step kube-apiserver+etcd+kubectl "$HERE/k8s-binaries.sh"
     step metacontroller "$HERE/metacontroller-binary.sh"
     step training-operator "$HERE/training-operator-binary.sh"
-    step kube-controllers "$HERE/go-tools.sh" kube-controllers
-    step kube-state-metrics "$HERE/go-tools.sh" kube-state-metrics
     step kueue "$HERE/kueue-binary.sh"
+    wait
     log "all builds done after $SECONDS s"
 }
 
