@@ -21,7 +21,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/apiserver/test_upgrade.py",
         "tests/apiserver/test_upgrade.py:test_upgrade_from_0_2_0_and_back",
         "tests/apiserver/test_worst_case.py:test_largest_admitted_job_syncs_within_the_body_limit",
-        "tests/e2e/test_mxnet_e2e.py",
     }
 )
 
