@@ -1,5 +1,5 @@
-"""The sync hook as a pure function: observed state, `now` and the integrations that may join
-in, desired state out."""
+"""The sync hook as a pure function: observed state, `now` and the integrations that may
+contribute, desired state out."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -13,7 +13,7 @@ from app.core.decide.decision import decide
 from app.core.model import conditions, envelope, kinds
 from app.core.model.envelope import ObjectMeta
 from app.core.model.errors import SpecError
-from app.core.model.seam import Integration, Joining, Turn, heard
+from app.core.model.seam import Contribution, Integration, SyncInputs, reports_of
 from app.core.model.spec import MXJobSpec, ReplicaType
 from app.core.model.values import sooner
 from app.core.mxnet.layout import NO_PODS, layout_for
@@ -39,7 +39,7 @@ Integrations = Sequence[Integration]
 
 
 def sync(body: Any, now: datetime, integrations: Integrations) -> dict[str, Any]:
-    """The answer to one sync request, with these `integrations` joining in where the
+    """The answer to one sync request, with these `integrations` contributing where the
     controller declares what they need. Raises errors.BadRequest for anything that is not
     one."""
     return sync_result(body, now, integrations).answer
@@ -75,48 +75,48 @@ def sync_result(body: Any, now: datetime, integrations: Integrations) -> SyncRes
         observed=pods.config_map_use,
         services=services,
     )
-    turns = _joined(integrations, request, spec, previous, job)
-    job = _fitted(job, turns)
-    decision = decide(meta.name, spec, owned.replicas, previous, now, heard(turns))
+    contributions = _contributions(integrations, request, spec, previous, job)
+    job = _fitted(job, contributions)
+    decision = decide(meta.name, spec, owned.replicas, previous, now, reports_of(contributions))
     job_status = status.of_valid_job(decision, spec, owned.replicas, previous)
     if _first(request, previous):
         # Staged: Metacontroller writes the status only after every child of the answer, so
         # the first answer is the status alone; writing it brings the sync that asks for all.
         return _result(meta, job_status, [], decision.resync_after, replicas=len(owned.replicas))
-    desired, resync = desired_children(job, owned, decision, now, turns)
+    desired, resync = desired_children(job, owned, decision, now, contributions)
     resync = sooner(resync, _config_map_retry(request, pods.any_pod, desired, meta.name))
-    for turn in turns:
-        added, wait = turn.children(decision, now)
+    for contribution in contributions:
+        added, wait = contribution.children(decision, now)
         desired += added
         resync = sooner(resync, wait)
     return _result(meta, job_status, desired, resync, replicas=len(owned.replicas))
 
 
-def _joined(
+def _contributions(
     integrations: Integrations,
     request: envelope.SyncRequest,
     spec: MXJobSpec,
     previous: Previous,
     job: children.JobContext,
-) -> list[Turn]:
-    """The integrations' turns in the sync, in the order they are given. The first pods one reads
-    (a Workload's pod sets) are fitted by those that joined before it."""
-    turns: list[Turn] = []
+) -> list[Contribution]:
+    """The integrations' contributions to the sync, in the order they are given. The first pods
+    one reads (a Workload's pod sets) are fitted by those that contributed before it."""
+    contributions: list[Contribution] = []
 
     def first_pod(rtype: ReplicaType) -> dict[str, Any]:
-        return children.pod(_fitted(job, turns), rtype, 0, 0, 0)
+        return children.pod(_fitted(job, contributions), rtype, 0, 0, 0)
 
-    joining = Joining(request, spec, previous.conditions, previous.finished, first_pod)
+    inputs = SyncInputs(request, spec, previous.conditions, previous.finished, first_pod)
     for integration in integrations:
-        turn = integration.join(joining)
-        if turn is not None:
-            turns.append(turn)
-    return turns
+        contribution = integration.contribute(inputs)
+        if contribution is not None:
+            contributions.append(contribution)
+    return contributions
 
 
-def _fitted(job: children.JobContext, turns: list[Turn]) -> children.JobContext:
-    """The job's context with what these turns add to every pod."""
-    return replace(job, fits=tuple(turn.fit_pod for turn in turns))
+def _fitted(job: children.JobContext, contributions: list[Contribution]) -> children.JobContext:
+    """The job's context with what these contributions add to every pod."""
+    return replace(job, fits=tuple(c.fit_pod for c in contributions))
 
 
 # How soon a job asks to be synced again while a ConfigMap of its ConfigMap's name that is not

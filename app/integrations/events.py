@@ -6,7 +6,7 @@ from typing import Any
 
 from app.core.model import conditions, kinds
 from app.core.model.envelope import ObjectMeta, SyncRequest
-from app.core.model.seam import Decision, Integration, Joining, TurnDefaults
+from app.core.model.seam import ContributionDefaults, Decision, Integration, SyncInputs
 from app.core.model.values import parse_time, seconds_until
 from app.core.mxnet import names
 
@@ -116,12 +116,12 @@ def _as_written(parent: ObjectMeta, event: dict[str, Any]) -> dict[str, Any] | N
 
 
 @dataclass(frozen=True)
-class EventsTurn(TurnDefaults):
-    """The Events' part in one sync: nothing said before the decision; after it, the job's
+class EventsContribution(ContributionDefaults):
+    """The Events' part in one sync: nothing reported before the decision; after it, the job's
     Events and the sync that drops the oldest."""
 
     request: SyncRequest
-    say: None = None
+    report: None = None
 
     def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
         """The job's Events, and when the oldest must go."""
@@ -130,9 +130,9 @@ class EventsTurn(TurnDefaults):
         return job_events, expiry_in(job_events, now)
 
 
-def join(sync: Joining) -> EventsTurn | None:
-    """The Events' turn in a sync: None unless the controller declares Event children."""
-    return EventsTurn(sync.request) if sync.request.declares(CHILD_TYPE) else None
+def contribute(inputs: SyncInputs) -> EventsContribution | None:
+    """The Events' contribution to a sync: None unless the controller declares Event children."""
+    return EventsContribution(inputs.request) if inputs.request.declares(CHILD_TYPE) else None
 
 
-INTEGRATION = Integration("events", join)
+INTEGRATION = Integration("events", contribute)

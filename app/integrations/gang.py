@@ -6,7 +6,7 @@ from typing import Any
 
 from app.core.model import kinds
 from app.core.model.envelope import SyncRequest
-from app.core.model.seam import Integration, Joining, TurnDefaults
+from app.core.model.seam import ContributionDefaults, Integration, SyncInputs
 from app.core.model.spec import MXJobSpec
 from app.core.mxnet import names
 
@@ -79,14 +79,14 @@ def put_in_group(gang: GangScheduler, pod: dict[str, Any], group: str) -> None:
 
 
 @dataclass(frozen=True)
-class GangTurn(TurnDefaults):
+class GangContribution(ContributionDefaults):
     """The gang scheduler's part in one sync: every pod in the job's group, and the group
-    ahead of the pods; nothing said before the decision, nothing added after."""
+    ahead of the pods; nothing reported before the decision, nothing added after."""
 
     gang: GangScheduler
     request: SyncRequest
     spec: MXJobSpec
-    say: None = None
+    report: None = None
 
     def fit_pod(self, pod: dict[str, Any]) -> None:
         """Put the pod into the job's group."""
@@ -98,10 +98,11 @@ class GangTurn(TurnDefaults):
         return [pod_group(self.gang, meta.name, meta.namespace, self.spec)]
 
 
-def join(sync: Joining) -> GangTurn | None:
-    """The gang scheduler's turn in a sync: None unless the controller declares PodGroups."""
-    gang = declared(sync.request.declares)
-    return GangTurn(gang, sync.request, sync.spec) if gang is not None else None
+def contribute(inputs: SyncInputs) -> GangContribution | None:
+    """The gang scheduler's contribution to a sync: None unless the controller declares
+    PodGroups."""
+    gang = declared(inputs.request.declares)
+    return GangContribution(gang, inputs.request, inputs.spec) if gang is not None else None
 
 
-INTEGRATION = Integration("gang", join)
+INTEGRATION = Integration("gang", contribute)

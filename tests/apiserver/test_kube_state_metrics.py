@@ -4,13 +4,10 @@ ServiceAccount, while MXJobs run, restart, succeed and fail through the real Met
 hook; each job's series checked against its status, then the recording rules run by promtool on
 what it exported."""
 
-import re
-import subprocess
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +22,12 @@ from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.scenario import CREATED, RUNNING, Job, State, manifest, pods, run_job
+from tests.support.state_metrics import expected, of_job, recorded, scrape
 
 from .conftest import RealStack
 
 COMPONENT = REPO / "manifests" / "components" / "kube-state-metrics"
-RULES = REPO / "manifests" / "components" / "monitoring" / "prometheusrule.yaml"
 ACCOUNT = "system:serviceaccount:kube-system:kube-state-metrics"
-GVK = {
-    "customresource_group": "kubeflow.org",
-    "customresource_version": "v1",
-    "customresource_kind": "MXJob",
-}
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def impersonating(server: ApiServer, path: Path, user: str) -> Path:
@@ -82,54 +71,6 @@ def state_metrics(
     with running(command, log) as process:
         wait_until(lambda: answers(url), process, log, "kube-state-metrics")
         yield url
-
-
-def scrape(url: str) -> Series:
-    """Every MXJob series kube-state-metrics serves now."""
-    with urllib.request.urlopen(url, timeout=30) as response:
-        text = response.read().decode()
-    found: Series = {}
-    for line in text.splitlines():
-        matched = SAMPLE.match(line)
-        if matched and matched[1].startswith("kube_mxjob_"):
-            labels = frozenset(LABEL.findall(matched[2] or ""))
-            found[matched[1], labels] = float(matched[3])
-    return found
-
-
-def of_job(series: Series, namespace: str, name: str) -> Series:
-    mine = {("namespace", namespace), ("name", name)}
-    return {key: value for key, value in series.items() if mine <= key[1]}
-
-
-def epoch(stamp: str) -> float:
-    return datetime.fromisoformat(stamp).timestamp()
-
-
-def expected(job: dict[str, Any]) -> Series:
-    """The series the component's configuration must give for `job`, from its status."""
-    meta, status = job["metadata"], job.get("status") or {}
-    own = {"namespace": meta["namespace"], "name": meta["name"]} | GVK
-
-    def key(metric: str, **labels: str) -> tuple[str, frozenset[tuple[str, str]]]:
-        return f"kube_mxjob_{metric}", frozenset((own | labels).items())
-
-    out = {key("created"): epoch(meta["creationTimestamp"])}
-    for cond in status.get("conditions", []):
-        for value in ("True", "False", "Unknown"):
-            labels = {"type": cond["type"], "reason": cond["reason"], "status": value}
-            out[key("status_condition", **labels)] = float(cond["status"] == value)
-        at = epoch(cond["lastTransitionTime"])
-        out[key("status_condition_last_transition_time", type=cond["type"])] = at
-    for rtype, counts in status.get("replicaStatuses", {}).items():
-        for field, count in counts.items():
-            out[key(f"status_replicas_{field}", replica_type=rtype)] = float(count)
-    for field, metric in (("startTime", "start_time"), ("completionTime", "completion_time")):
-        if field in status:
-            out[key(f"status_{metric}")] = epoch(status[field])
-    if "restartCount" in status:
-        out[key("status_restart_count")] = float(status["restartCount"])
-    return out
 
 
 def single(name: str) -> dict[str, Any]:
@@ -230,7 +171,10 @@ def test_kube_state_metrics_exports_each_jobs_state_and_the_rules_count_them(
     assert gauge == [float(restarting.status()["restartCount"])] == [1.0]
     figure(f"restarting job: status.restartCount {restarting.status()['restartCount']}, "
            f"kube_mxjob_status_restart_count {gauge[0]:g}")  # fmt: skip
-    assert recorded(go_tool("promtool"), tmp_path, exported, namespace) == "SUCCESS"
+    # One job of each state in the namespace, so each count is 1 and created is 4.
+    counts = {"created": 4, "running": 1, "restarting": 1, "succeeded": 1, "failed": 1}
+    sums = {"restarts": sum(RESTARTS.values())}
+    assert recorded(go_tool("promtool"), tmp_path, exported, namespace, counts, sums) == "SUCCESS"
 
 
 def exported_as_its_status_says(url: str, job: Job) -> None:
@@ -240,64 +184,3 @@ def exported_as_its_status_says(url: str, job: Job) -> None:
         f"kube-state-metrics' series of {job.name} as its status says",
         until=lambda pair: pair[0] == pair[1],
     )
-
-
-def recorded(promtool: Path, folder: Path, series: Series, namespace: str) -> str:
-    """`promtool test rules` of the recording rules on `series`, held for ten minutes: one job
-    of each state in `namespace`, so each count is 1 and created is 4; one restart in all."""
-    counts = {"created": 4, "running": 1, "restarting": 1, "succeeded": 1, "failed": 1}
-    sums = {"restarts": sum(RESTARTS.values())}
-    labels = f'job_namespace="{namespace}", framework="mxnet"'
-    test = {
-        "rule_files": ["rules.yaml"],
-        "evaluation_interval": "1m",
-        "tests": [
-            {
-                "interval": "1m",
-                "input_series": [
-                    {"series": as_promql(name, labels), "values": f"{value!r}x10"}
-                    for (name, labels), value in sorted(series.items())
-                ],
-                "promql_expr_test": [
-                    {
-                        "expr": f"job_namespace:mxjob_jobs_{state}:count",
-                        "eval_time": "5m",
-                        "exp_samples": [
-                            {
-                                "labels": f"job_namespace:mxjob_jobs_{state}:count{{{labels}}}",
-                                "value": count,
-                            }
-                        ],
-                    }
-                    for state, count in counts.items()
-                ]
-                + [
-                    {
-                        "expr": f"job_namespace:mxjob_jobs_{what}:sum",
-                        "eval_time": "5m",
-                        "exp_samples": [
-                            {
-                                "labels": f"job_namespace:mxjob_jobs_{what}:sum{{{labels}}}",
-                                "value": total,
-                            }
-                        ],
-                    }
-                    for what, total in sums.items()
-                ],
-            }
-        ],
-    }
-    rules = yaml.safe_load(RULES.read_text())["spec"]
-    (folder / "rules.yaml").write_text(yaml.safe_dump(rules))
-    (folder / "test.yaml").write_text(yaml.safe_dump(test))
-    done = subprocess.run(
-        [str(promtool), "test", "rules", "test.yaml"], cwd=folder,
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout.strip()
-
-
-def as_promql(name: str, labels: frozenset[tuple[str, str]]) -> str:
-    inner = ", ".join(f'{k}="{v}"' for k, v in sorted(labels))
-    return f"{name}{{{inner}}}"

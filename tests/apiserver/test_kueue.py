@@ -5,9 +5,8 @@ The test plays the kubelet. Quota, preemption, flavors, and bad input: a queue t
 exist, a job larger than any quota, a Workload deleted by hand, labels edited on running jobs."""
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -16,12 +15,31 @@ from localcluster.kubelet import Kubelet
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.controllers import AGGREGATION, kube_controllers
+from tests.support.kueue_objects import (
+    KUEUE,
+    QUEUE_LABEL,
+    cluster_queue,
+    flavor,
+    is_true,
+    last_condition,
+    local_queue,
+    mxjob,
+    namespace,
+    plain_queues,
+    pod_names,
+    pods_of,
+    priority,
+    priority_class,
+    queued,
+    replica,
+    running,
+    workload_of,
+)
 from tests.support.kueue_stack import KueueStack, StartKueue, kueue_metacontroller
 from tests.support.kustomize import hook_objects
+from tests.support.rbac import can_i
 from tests.support.scenario import Job, apply_job, manifest
 
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 TOLERATION = {"key": "pool", "operator": "Equal", "value": "a", "effect": "NoSchedule"}
 
 
@@ -31,104 +49,11 @@ def stack(start_kueue: StartKueue, metacontroller_binary: Path) -> Iterator[Kueu
         yield running
 
 
-def namespace(stack: KueueStack, name: str) -> str:
-    stack.apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    return name
-
-
-def flavor(name: str, labels: dict[str, str], tolerations: Sequence[Any] = ()) -> dict[str, Any]:
-    spec: dict[str, Any] = {"nodeLabels": labels}
-    if tolerations:
-        spec["tolerations"] = list(tolerations)
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-            "metadata": {"name": name}, "spec": spec}  # fmt: skip
-
-
-def cluster_queue(name: str, quotas: dict[str, str], preempt: bool = False) -> dict[str, Any]:
-    """A ClusterQueue over CPU, one flavor after the other (`quotas`: flavor → CPUs)."""
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu"],
-                "flavors": [
-                    {"name": f, "resources": [{"name": "cpu", "nominalQuota": q}]}
-                    for f, q in quotas.items()
-                ],
-            }
-        ],
-    }
-    if preempt:
-        spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
-            "metadata": {"name": name}, "spec": spec}  # fmt: skip
-
-
-def local_queue(name: str, ns: str, cq: str) -> dict[str, Any]:
-    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
-            "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}}  # fmt: skip
-
-
-def replica(cpu: str, replicas: int = 1) -> dict[str, Any]:
-    container = {"name": "mxnet", "image": "mxjob/mxnet:1.9.1",
-                 "resources": {"requests": {"cpu": cpu}}}  # fmt: skip
-    return {"replicas": replicas, "restartPolicy": "Never",
-            "template": {"spec": {"containers": [container]}}}  # fmt: skip
-
-
-def mxjob(name: str, queue: str | None, cpu: str = "1", **run_policy: Any) -> dict[str, Any]:
-    """A job of one Worker asking for `cpu`, in LocalQueue `queue`."""
-    meta: dict[str, Any] = {"name": name}
-    if queue:
-        meta["labels"] = {QUEUE_LABEL: queue}
-    spec: dict[str, Any] = {"jobMode": "MXTrain", "mxReplicaSpecs": {"Worker": replica(cpu)}}
-    if run_policy:
-        spec["runPolicy"] = run_policy
-    return {"apiVersion": "kubeflow.org/v1", "kind": "MXJob", "metadata": meta, "spec": spec}
-
-
-def workloads(stack: KueueStack, ns: str) -> dict[str, dict[str, Any]]:
-    items = stack.rest.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]
-    return {w["metadata"]["name"]: w for w in items}
-
-
-def workload_of(stack: KueueStack, ns: str, job: str) -> dict[str, Any]:
-    """The job's one Workload (named for its pod sets), or {} when it has none."""
-    found = [
-        w for w in workloads(stack, ns).values()
-        if w["metadata"]["labels"].get("training.kubeflow.org/job-name") == job
-    ]  # fmt: skip
-    assert len(found) <= 1, [w["metadata"]["name"] for w in found]
-    return found[0] if found else {}
-
-
-def pod_names(job: Job) -> list[str]:
-    return sorted(job.state().pods)
-
-
-def queued(job: Job) -> dict[str, Any] | None:
-    return job.condition("Queued")
-
-
-def last_condition(job: Job) -> str:
-    """What `kubectl get mxj` shows in its State column."""
-    conditions = job.status().get("conditions") or [{}]
-    return str(conditions[-1].get("type"))
-
-
-def is_true(job: Job, ctype: str, reason: str | None = None) -> bool:
-    cond = job.condition(ctype)
-    return bool(cond and cond["status"] == "True" and reason in (None, cond["reason"]))
-
-
 def test_two_jobs_one_quota(stack: KueueStack, figure: Callable[[str], None]) -> None:
     """A ClusterQueue that fits one job: one runs, the other waits and says so; when the
     first succeeds its quota returns and the second starts."""
     ns = namespace(stack, "kueue-quota")
-    stack.apiserver.apply(
-        flavor("plain", {}), cluster_queue("fits-one", {"plain": "1"}),
-        local_queue("lq", ns, "fits-one"),
-    )  # fmt: skip
+    plain_queues(stack, ns, "fits-one", "1", "lq")
     jobs = [
         apply_job(stack.apiserver, stack.rest, ns, mxjob(name, "lq")) for name in ("one", "two")
     ]
@@ -170,20 +95,13 @@ def test_higher_priority_preempts_lower(stack: KueueStack, figure: Callable[[str
     """The lower job's pods go, it shows it was evicted, and it runs to Succeeded after the
     higher one, with no restart counted."""
     ns = namespace(stack, "kueue-preempt")
-    classes = [
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-         "metadata": {"name": name}, "value": value}
-        for name, value in (("mx-low", 100), ("mx-high", 1000))
-    ]  # fmt: skip
+    classes = [priority_class("mx-low", 100), priority_class("mx-high", 1000)]
     stack.apiserver.apply(
         *classes, flavor("plain", {}), cluster_queue("preempting", {"plain": "1"}, preempt=True),
         local_queue("lq", ns, "preempting"),
     )  # fmt: skip
 
-    def policy(name: str) -> dict[str, Any]:
-        return {"schedulingPolicy": {"priorityClass": name}}
-
-    low = apply_job(stack.apiserver, stack.rest, ns, mxjob("low", "lq", **policy("mx-low")))
+    low = apply_job(stack.apiserver, stack.rest, ns, mxjob("low", "lq", **priority("mx-low")))
     kubelet = Kubelet(stack.rest, ns)
     wait_for(lambda: pod_names(low), "the low job admitted")
     assert workload_of(stack, ns, "low")["spec"]["priority"] == 100
@@ -191,7 +109,19 @@ def test_higher_priority_preempts_lower(stack: KueueStack, figure: Callable[[str
     wait_for(lambda: is_true(low, "Running"), "the low job runs")
 
     applied = time.monotonic()
-    high = apply_job(stack.apiserver, stack.rest, ns, mxjob("high", "lq", **policy("mx-high")))
+    high = apply_job(stack.apiserver, stack.rest, ns, mxjob("high", "lq", **priority("mx-high")))
+    evicted(low)
+    wait_for(lambda: pod_names(high), "the high job admitted")
+    figure(f"Kueue: higher-priority job applied -> its first pod, the lower one preempted: "
+           f"{time.monotonic() - applied:.2f} s")  # fmt: skip
+    kubelet.run("high-worker-0")
+    kubelet.exit("high-worker-0", 0)
+    wait_for(lambda: is_true(high, "Succeeded"), "the high job succeeds")
+    runs_again_as_its_first_attempt(stack, ns, low, kubelet)
+
+
+def evicted(low: Job) -> None:
+    """The preempted job says it was evicted and waits, its pods and Services gone."""
     wait_for(lambda: is_true(low, "Queued", "MXJobEvicted"), "the low job evicted")
     assert last_condition(low) == "Queued"
     message = str((queued(low) or {})["message"])
@@ -201,13 +131,9 @@ def test_higher_priority_preempts_lower(stack: KueueStack, figure: Callable[[str
     wait_for(lambda: low.state().pods == {} and low.state().services == (), "low pods gone")
     assert "startTime" not in low.status()
 
-    wait_for(lambda: pod_names(high), "the high job admitted")
-    figure(f"Kueue: higher-priority job applied -> its first pod, the lower one preempted: "
-           f"{time.monotonic() - applied:.2f} s")  # fmt: skip
-    kubelet.run("high-worker-0")
-    kubelet.exit("high-worker-0", 0)
-    wait_for(lambda: is_true(high, "Succeeded"), "the high job succeeds")
 
+def runs_again_as_its_first_attempt(stack: KueueStack, ns: str, low: Job, kubelet: Kubelet) -> None:
+    """Admitted again, the preempted job runs to Succeeded on a first attempt: no restart."""
     wait_for(lambda: pod_names(low), "the low job admitted again")
     assert pod_names(low) == ["low-worker-0"]  # a first attempt, not a replacement
     kubelet.run("low-worker-0")
@@ -257,10 +183,7 @@ def test_pods_carry_their_flavors(stack: KueueStack) -> None:
 def test_bad_input_gets_a_clear_status(stack: KueueStack) -> None:
     """A queue that does not exist and a job larger than any quota wait with Kueue's reason."""
     ns = namespace(stack, "kueue-bad")
-    stack.apiserver.apply(
-        flavor("plain", {}), cluster_queue("small", {"plain": "1"}),
-        local_queue("small", ns, "small"),
-    )  # fmt: skip
+    plain_queues(stack, ns, "small", "1", "small")
     nowhere = apply_job(stack.apiserver, stack.rest, ns, mxjob("nowhere", "no-such-queue"))
     huge = apply_job(stack.apiserver, stack.rest, ns, mxjob("huge", "small", cpu="4"))
     for job, words in ((nowhere, "LocalQueue no-such-queue doesn't exist"),
@@ -283,27 +206,25 @@ def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
     leaves it running unqueued; a label removed from an admitted job leaves it running in the
     queue its Workload names."""
     ns = namespace(stack, "kueue-edits")
-    stack.apiserver.apply(
-        flavor("plain", {}), cluster_queue("roomy", {"plain": "10"}),
-        local_queue("lq", ns, "roomy"),
-    )  # fmt: skip
+    plain_queues(stack, ns, "roomy", "10", "lq")
     kubelet = Kubelet(stack.rest, ns)
     queued_job = apply_job(stack.apiserver, stack.rest, ns, mxjob("queued", "lq"))
     plain = apply_job(stack.apiserver, stack.rest, ns, mxjob("plain", None))
     for job in (queued_job, plain):
-
-        def has_pods(j: Job = job) -> list[str]:
-            return pod_names(j)
-
-        def runs(j: Job = job) -> bool:
-            return is_true(j, "Running")
-
-        wait_for(has_pods, f"{job.name} has pods")
-        kubelet.run(f"{job.name}-worker-0")
-        wait_for(runs, f"{job.name} runs")
+        running(job, kubelet)
     uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)}
+    recreated = workload_deleted_by_hand(stack, ns)
+    relabelled(stack, ns)
+    assert workload_of(stack, ns, "plain") == {}
+    assert workload_of(stack, ns, "queued")["metadata"]["uid"] == recreated
+    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)} == uids
+    for job in (queued_job, plain):
+        assert is_true(job, "Running"), job.name
 
-    # The Workload deleted by hand: recreated, and the running pod stays.
+
+def workload_deleted_by_hand(stack: KueueStack, ns: str) -> str:
+    """The queued job's Workload deleted by hand: recreated (its new uid), and the running
+    pod stays."""
     first = workload_of(stack, ns, "queued")["metadata"]
     stack.rest.delete(f"{KUEUE}/namespaces/{ns}/workloads/{first['name']}")
     wait_for(
@@ -311,10 +232,12 @@ def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
         "the Workload recreated",
         until=lambda uid: uid not in (None, first["uid"]),
     )
-    recreated = workload_of(stack, ns, "queued")["metadata"]["uid"]
+    return str(workload_of(stack, ns, "queued")["metadata"]["uid"])
 
-    # The label added to the running plain job: it runs on, unqueued. The label removed from
-    # the admitted job: it stays in its queue, on its Workload.
+
+def relabelled(stack: KueueStack, ns: str) -> None:
+    """The label added to the running plain job: it runs on, unqueued. The label removed from
+    the admitted job: it stays in its queue, on its Workload. Returns once each was synced."""
     before = {j: stack.hook.syncs(ns, j) for j in ("plain", "queued")}
     stack.apiserver.kubectl("label", "-n", ns, "mxjob/plain", f"{QUEUE_LABEL}=lq")
     stack.apiserver.kubectl("label", "-n", ns, "mxjob/queued", f"{QUEUE_LABEL}-")
@@ -327,16 +250,6 @@ def test_label_edits_never_stop_a_running_job(stack: KueueStack) -> None:
             return seen > was
 
         wait_for(syncs, f"a sync of the relabelled {name}", until=more)
-    assert workload_of(stack, ns, "plain") == {}
-    assert workload_of(stack, ns, "queued")["metadata"]["uid"] == recreated
-    assert {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods_of(stack, ns)} == uids
-    for job in (queued_job, plain):
-        assert is_true(job, "Running"), job.name
-
-
-def pods_of(stack: KueueStack, ns: str) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = stack.rest.get(f"/api/v1/namespaces/{ns}/pods")["items"]
-    return items
 
 
 def test_the_examples_queue_and_admit(stack: KueueStack) -> None:
@@ -347,9 +260,8 @@ def test_the_examples_queue_and_admit(stack: KueueStack) -> None:
     wait_for(lambda: len(pod_names(job)), "the example job admitted", until=lambda n: n == 5)
     wait_for(lambda: is_true(job, "Created") and not is_true(job, "Queued"), "admitted, said")
     assert (queued(job) or {})["reason"] == "MXJobAdmitted"
-    assert workload_of(stack, ns, "mnist-queued")["status"]["admission"]["clusterQueue"] == (
-        "training"
-    )
+    admission = workload_of(stack, ns, "mnist-queued")["status"]["admission"]
+    assert admission["clusterQueue"] == "training"
 
 
 def test_kueue_batch_users_may_run_mxjobs(
@@ -371,10 +283,7 @@ def test_kueue_batch_users_may_run_mxjobs(
     )  # fmt: skip
 
     def can(user: str, *what: str) -> bool:
-        done = stack.apiserver.kubectl(
-            f"--as={user}", "-n", ns, "auth", "can-i", *what, check=False
-        )  # fmt: skip
-        return done.stdout.strip() == "yes"
+        return can_i(stack.apiserver, user, "-n", ns, *what)
 
     # Nothing fills an aggregated role but the controller: no MXJobs until it runs.
     assert not can("dana", "create", "mxjobs.kubeflow.org")

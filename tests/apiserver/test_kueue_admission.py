@@ -5,41 +5,40 @@ a namespace is recorded while a job is edited, and replayed in etcd's order: at 
 live pods ask for more than the ClusterQueue's quota, nor a job's pods of a pod set outnumber
 what its admitted Workloads allow. The test plays the kubelet."""
 
-import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from localcluster.kubelet import Kubelet
-from localcluster.rest import KubeError, Rest
 from localcluster.stack import release_0_1_0_flags, shipped_flags
 from localcluster.waiting import wait_for
-from tests.apiserver.test_kueue import (
-    KUEUE,
+from tests.support.kueue_history import History, recorded, within_admission
+from tests.support.kueue_objects import (
     QUEUE_LABEL,
-    cluster_queue,
-    flavor,
+    counts,
+    finish,
     is_true,
+    job_of,
+    job_workloads,
     local_queue,
-    mxjob,
+    namespace,
+    patch_worker,
+    plain_queues,
     pod_names,
     queued,
-    replica,
-    workloads,
+    refusal,
+    started,
+    suspend,
 )
 from tests.support.kueue_stack import KueueStack, StartKueue, kueue_metacontroller
 from tests.support.kustomize import hook_objects
-from tests.support.scenario import Job, apply_job
+from tests.support.scenario import apply_job
 
 POLICY_KINDS = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
 STRATEGIES = {"dynamic-apply": release_0_1_0_flags, "server-side-apply": shipped_flags}
 QUOTA = 4  # CPUs of each test's ClusterQueue; every pod asks for whole CPUs
-LIVE = ("Pending", "Running", "Unknown")
 
 
 @pytest.fixture(scope="module")
@@ -64,193 +63,13 @@ def stack(
         yield base
 
 
-@dataclass
-class History:
-    """Every pod and Workload event of one namespace, in etcd's order once `stopped`."""
-
-    events: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, event: dict[str, Any]) -> None:
-        obj = event["object"]
-        with self.lock:
-            self.events.append((int(obj["metadata"]["resourceVersion"]), event["type"], obj))
-
-    def replay(self) -> list[tuple[int, dict[str, int], dict[tuple[str, str], int]]]:
-        """After each event: the live pods' CPUs, and per (job, pod set) the live pods beyond
-        what the job's admitted Workloads allow (0 when within)."""
-        pods: dict[str, dict[str, Any]] = {}
-        admitted: dict[str, dict[str, Any]] = {}
-        # A finished job's Workload stays while any of its pods may still run, so its live
-        # pods are held to it too (docs/kueue.md).
-        out = []
-        with self.lock:
-            ordered = sorted(self.events, key=lambda e: e[0])
-        for version, kind, obj in ordered:
-            store = pods if obj["kind"] == "Pod" else admitted
-            name = obj["metadata"]["name"]
-            store.pop(name, None)
-            if kind != "DELETED" and (obj["kind"] == "Pod" or _admitted(obj)):
-                store[name] = obj
-            live = [p for p in pods.values() if p.get("status", {}).get("phase") in LIVE]
-            cpus = {"cpu": sum(_cpus(p) for p in live)}
-            out.append((version, cpus, _beyond(live, admitted.values())))
-        return out
-
-    def gone(self, kind: str, name: str) -> int:
-        """The resourceVersion at which the object was deleted."""
-        return self._first(kind, name, lambda event, obj: event == "DELETED")
-
-    def first_deletion(self, kind: str, name: str) -> int:
-        """The resourceVersion at which the object was first marked for deletion or gone."""
-        return self._first(
-            kind, name,
-            lambda event, obj: event == "DELETED" or bool(obj["metadata"].get("deletionTimestamp")),
-        )  # fmt: skip
-
-    def _first(self, kind: str, name: str, when: Callable[[str, dict[str, Any]], bool]) -> int:
-        """The first resourceVersion at which an event of the object matches `when`."""
-        with self.lock:
-            return min(
-                version for version, event, obj in self.events
-                if obj["kind"] == kind and obj["metadata"]["name"] == name and when(event, obj)
-            )  # fmt: skip
-
-
-def _admitted(workload: dict[str, Any]) -> bool:
-    conds = workload.get("status", {}).get("conditions") or []
-    return any(c["type"] == "Admitted" and c["status"] == "True" for c in conds)
-
-
-def _cpus(pod: dict[str, Any]) -> int:
-    return sum(
-        int(c.get("resources", {}).get("requests", {}).get("cpu", "0"))
-        for c in pod["spec"]["containers"]
-    )
-
-
-def _beyond(live: list[dict[str, Any]], admitted: Any) -> dict[tuple[str, str], int]:
-    allowed: dict[tuple[str, str], int] = {}
-    for workload in admitted:
-        job = workload["metadata"]["labels"]["training.kubeflow.org/job-name"]
-        for pod_set in workload["spec"]["podSets"]:
-            key = (job, pod_set["name"])
-            allowed[key] = allowed.get(key, 0) + pod_set["count"]
-    running: dict[tuple[str, str], int] = {}
-    for pod in live:
-        labels = pod["metadata"]["labels"]
-        key = (
-            labels["training.kubeflow.org/job-name"],
-            labels["training.kubeflow.org/replica-type"],
-        )
-        running[key] = running.get(key, 0) + 1
-    return {k: n - allowed.get(k, 0) for k, n in running.items() if n > allowed.get(k, 0)}
-
-
-@contextmanager
-def recorded(rest: Rest, ns: str) -> Iterator[History]:
-    """Watch the namespace's pods and Workloads from now until the block ends."""
-    history = History()
-    stop = threading.Event()
-    failures: list[BaseException] = []
-    threads = []
-    for url in (f"/api/v1/namespaces/{ns}/pods", f"{KUEUE}/namespaces/{ns}/workloads"):
-        items, version = rest.list(url)
-        for item in items:
-            kind = "Pod" if "/pods" in url else "Workload"
-            history.add({"type": "ADDED", "object": {"kind": kind} | item})
-
-        def follow(url: str = url, version: str = version) -> None:
-            try:
-                for event in rest.watch(url, version, stop):
-                    history.add(event)
-            except BaseException as error:  # reported by the test, not lost in a thread
-                failures.append(error)
-
-        threads.append(threading.Thread(target=follow, daemon=True))
-    for thread in threads:
-        thread.start()
-    try:
-        yield history
-    finally:
-        stop.set()
-        for thread in threads:
-            thread.join(timeout=90)
-    assert not failures, failures
+def queues(stack: KueueStack, ns: str, *local: str) -> None:
+    plain_queues(stack, ns, f"cq-{ns}", str(QUOTA), *local)
 
 
 def assert_within_admission(history: History) -> int:
     """No moment above the quota or an admitted Workload's counts; the events replayed."""
-    replayed = history.replay()
-    for version, cpus, beyond in replayed:
-        assert cpus["cpu"] <= QUOTA, f"at resourceVersion {version}: {cpus} of {QUOTA} CPUs"
-        assert not beyond, f"at resourceVersion {version}: pods beyond admission {beyond}"
-    return len(replayed)
-
-
-def namespace(stack: KueueStack, name: str, labels: dict[str, str] | None = None) -> str:
-    meta: dict[str, Any] = {"name": name}
-    if labels:
-        meta["labels"] = labels
-    stack.apiserver.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-    return name
-
-
-def queues(stack: KueueStack, ns: str, *local: str) -> None:
-    stack.apiserver.apply(
-        flavor("plain", {}), cluster_queue(f"cq-{ns}", {"plain": str(QUOTA)}),
-        *(local_queue(name, ns, f"cq-{ns}") for name in local),
-    )  # fmt: skip
-
-
-def job_of(name: str, workers: int, cpu: str = "1", queue: str | None = "lq") -> dict[str, Any]:
-    """`workers` Workers of `cpu` CPUs each, and the Scheduler MXTrain needs, which asks for
-    none."""
-    job = mxjob(name, queue)
-    job["spec"]["mxReplicaSpecs"]["Worker"] = replica(cpu, workers)
-    scheduler = replica(cpu)
-    del scheduler["template"]["spec"]["containers"][0]["resources"]
-    job["spec"]["mxReplicaSpecs"]["Scheduler"] = scheduler
-    return job
-
-
-def patch_worker(stack: KueueStack, ns: str, name: str, workers: int, cpu: str) -> None:
-    path = f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs/{name}"
-    container = {"name": "mxnet", "image": "mxjob/mxnet:1.9.1",
-                 "resources": {"requests": {"cpu": cpu}}}  # fmt: skip
-    worker = {"replicas": workers, "template": {"spec": {"containers": [container]}}}
-    stack.rest.merge_patch(path, {"spec": {"mxReplicaSpecs": {"Worker": worker}}})
-
-
-def started(job: Job, kubelet: Kubelet, workers: int) -> None:
-    """Wait for the job's pods (its Workers and Scheduler), start them, and wait until it
-    runs."""
-    count = workers + 1
-    wait_for(lambda: len(pod_names(job)), f"{job.name}: {count} pods", until=lambda n: n == count)
-    kubelet.run(*pod_names(job))
-    wait_for(lambda: is_true(job, "Running"), f"{job.name} runs")
-
-
-def finish(job: Job, kubelet: Kubelet) -> None:
-    """Every pod of the job exits 0 (those its clean-up already removed are skipped)."""
-    for name in pod_names(job):
-        try:
-            kubelet.exit(name, 0)
-        except KubeError as error:
-            if error.status_code != 404:
-                raise
-    wait_for(lambda: is_true(job, "Succeeded"), f"{job.name} succeeds")
-
-
-def job_workloads(stack: KueueStack, ns: str, name: str) -> list[dict[str, Any]]:
-    return [
-        w for w in workloads(stack, ns).values()
-        if w["metadata"]["labels"]["training.kubeflow.org/job-name"] == name
-    ]  # fmt: skip
-
-
-def counts(workload: dict[str, Any]) -> dict[str, int]:
-    return {p["name"]: p["count"] for p in workload["spec"]["podSets"]}
+    return within_admission(history, QUOTA)
 
 
 QUEUED_EDITS = [
@@ -395,19 +214,6 @@ def test_a_finished_job_holds_its_quota_until_its_pods_are_gone(
     assert assert_within_admission(history) > 0
     released = history.first_deletion("Workload", admitted["metadata"]["name"])
     assert history.gone("Pod", "first-worker-0") < released
-
-
-def refusal(stack: KueueStack, ns: str, job: str, *change: str) -> str:
-    """The API server's refusal of a label change to the job (empty if it is accepted)."""
-    done = stack.apiserver.kubectl(
-        "label", "--overwrite", "-n", ns, f"mxjob/{job}", *change, check=False
-    )
-    return "" if done.returncode == 0 else done.stderr
-
-
-def suspend(stack: KueueStack, ns: str, job: str, value: bool) -> None:
-    path = f"/apis/kubeflow.org/v1/namespaces/{ns}/mxjobs/{job}"
-    stack.rest.merge_patch(path, {"spec": {"runPolicy": {"suspend": value}}})
 
 
 def test_the_queue_label_rules_hold_at_admission(

@@ -14,18 +14,17 @@ import yaml
 
 from localcluster.kubelet import Kubelet
 from localcluster.waiting import wait_for
-from tests.apiserver.test_kueue import (
-    cluster_queue,
-    flavor,
+from tests.support import REPO
+from tests.support.kueue_objects import (
     is_true,
-    local_queue,
     mxjob,
     namespace,
+    plain_queues,
     pod_names,
     workload_of,
 )
-from tests.support import REPO
 from tests.support.kueue_stack import KueueStack, StartKueue, kueue_metacontroller
+from tests.support.rbac import can_i
 from tests.support.scenario import Job, apply_job
 
 TIMEOUT = 10
@@ -51,9 +50,7 @@ def stack(start_kueue: StartKueue, metacontroller_binary: Path) -> Iterator[Kueu
 def queue(stack: KueueStack, name: str) -> str:
     """A namespace whose LocalQueue `lq` feeds a ClusterQueue of one CPU."""
     ns = namespace(stack, name)
-    stack.apiserver.apply(
-        flavor("plain", {}), cluster_queue(name, {"plain": "1"}), local_queue("lq", ns, name)
-    )
+    plain_queues(stack, ns, name, "1", "lq")
     return ns
 
 
@@ -103,7 +100,18 @@ def test_a_job_whose_pods_never_start_is_evicted_requeued_then_deactivated(
     first = workload_of(stack, ns, "stuck")
     uid = first["metadata"]["uid"]
     started = time.monotonic()
+    evicted_twice(stack, ns, job, uid)
+    figure(f"two PodsReady-timeout evictions ({TIMEOUT} s each) and a requeue: "
+           f"{time.monotonic() - started:.1f} s")  # fmt: skip
+    assert workload_of(stack, ns, "stuck")["metadata"]["uid"] == uid
+    deactivated_then_active_again(stack, ns, job, uid)
+    figure(f"deactivated past backoffLimitCount {LIMIT}, reactivated and admitted again: "
+           f"{time.monotonic() - started:.1f} s from the first pod")  # fmt: skip
 
+
+def evicted_twice(stack: KueueStack, ns: str, job: Job, uid: str) -> None:
+    """Kueue evicts the job at the timeout, the writer clears the reservation, and Kueue
+    requeues the same Workload: twice. Meanwhile the job says it was evicted, and why."""
     said: set[tuple[str, str]] = set()
 
     def count() -> int:
@@ -126,12 +134,12 @@ def test_a_job_whose_pods_never_start_is_evicted_requeued_then_deactivated(
     evicted = [message for reason, message in said if reason == "MXJobEvicted"]
     assert evicted, said
     assert all("(PodsReadyTimeout)" in message for message in evicted), evicted
-    figure(f"two PodsReady-timeout evictions ({TIMEOUT} s each) and a requeue: "
-           f"{time.monotonic() - started:.1f} s")  # fmt: skip
-    assert workload_of(stack, ns, "stuck")["metadata"]["uid"] == uid
 
-    # The next timeout is past the limit: Kueue deactivates the Workload and no longer queues
-    # it. The job stops, says why and how to go on, and keeps that Workload.
+
+def deactivated_then_active_again(stack: KueueStack, ns: str, job: Job, uid: str) -> None:
+    """The next timeout is past the limit: Kueue deactivates the Workload and no longer queues
+    it. The job stops, says why and how to go on, and keeps that Workload; active again, it is
+    queued and admitted, on the same Workload (docs/kueue.md)."""
     inactive = wait_for(
         lambda: workload_of(stack, ns, "stuck"), "the Workload deactivated",
         until=lambda w: w["spec"].get("active") is False,
@@ -153,8 +161,6 @@ def test_a_job_whose_pods_never_start_is_evicted_requeued_then_deactivated(
     )  # fmt: skip
     wait_for(lambda: pod_names(job), "its pods again once it is active")
     assert workload_of(stack, ns, "stuck")["metadata"]["uid"] == uid
-    figure(f"deactivated past backoffLimitCount {LIMIT}, reactivated and admitted again: "
-           f"{time.monotonic() - started:.1f} s from the first pod")  # fmt: skip
 
 
 def test_the_writers_rbac_allows_what_it_does_and_no_more(stack: KueueStack) -> None:
@@ -164,11 +170,10 @@ def test_the_writers_rbac_allows_what_it_does_and_no_more(stack: KueueStack) -> 
     stack.apiserver.apply(
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "mxjob-system"}}, *rbac
     )
-    who = "--as=system:serviceaccount:mxjob-system:mxjob-controller-kueue-status"
+    who = "system:serviceaccount:mxjob-system:mxjob-controller-kueue-status"
 
     def can(*what: str) -> bool:
-        done = stack.apiserver.kubectl(who, "auth", "can-i", *what, "-A", check=False)
-        return done.stdout.strip() == "yes"
+        return can_i(stack.apiserver, who, *what, "-A")
 
     workloads_ = "workloads.kueue.x-k8s.io"
     for verb in ("get", "list", "watch"):

@@ -15,37 +15,34 @@ with a fresh standby started meanwhile, while its pods change phase. What it sho
    log)."""
 
 import copy
-import json
-import os
-import re
-import signal
 import threading
-import time
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from localcluster.apiserver import ApiServer, Binaries, cluster
+from localcluster.apiserver import Binaries, cluster
 from localcluster.crds import install_crds
 from localcluster.kubelet import Kubelet
-from localcluster.realstack import (
-    Metacontroller,
-    install_controller,
-    run_metacontroller,
-    serve_hook,
-)
+from localcluster.realstack import install_controller, serve_hook
 from localcluster.rest import Rest
-from localcluster.stack import install_adoption_guard, leader_election_flags, shipped_flags
+from localcluster.stack import install_adoption_guard
 from localcluster.waiting import wait_for
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.kustomize import shipped_access
+from tests.support.metacontroller_ha import (
+    TAKEOVER,
+    Cluster,
+    applies,
+    kill_leader,
+    taken_over,
+    watch_pods,
+)
 from tests.support.scenario import (
     CREATED,
     RUNNING,
@@ -58,65 +55,7 @@ from tests.support.scenario import (
 )
 
 WORKERS = 100  # 103 pods, 103 Services and a ConfigMap: creation takes seconds
-LEASE = "metacontroller"  # --leader-election-id, in --leader-election-namespace
 SUCCEEDED = CREATED | {"Succeeded": "MXJobSucceeded"}  # Running goes False
-TAKEOVER = 60.0  # Metacontroller's lease is 15 s (controller-runtime's default), retry 2 s
-
-
-@dataclass
-class Cluster:
-    server: ApiServer
-    rest: Rest
-    binary: Path
-    workdir: Path
-    audit: Path
-    processes: ExitStack
-    kubeconfig: Path  # Metacontroller's ServiceAccount's, under the shipped role
-    replicas: list[Metacontroller] = field(default_factory=list)
-    events: list[tuple[str, str, str, str]] = field(default_factory=list)  # type, ns, name, uid
-    namespaces: list[str] = field(default_factory=list)  # the lives' so far
-
-    def start_replica(self) -> Metacontroller:
-        flags = (*shipped_flags(), *leader_election_flags())
-        replica = self.processes.enter_context(
-            run_metacontroller(self.binary, self.server, self.workdir, flags, self.kubeconfig)
-        )
-        self.replicas.append(replica)
-        return replica
-
-    def leader(self) -> Metacontroller | None:
-        leading = [r for r in self.replicas if r.process.poll() is None and leads(r)]
-        assert len(leading) <= 1, "two leaders at once"
-        return leading[0] if leading else None
-
-
-def leads(replica: Metacontroller) -> bool:
-    """The replica holds the lease: controller-runtime's `leader_election_master_status` is 1
-    on its metrics endpoint."""
-    try:
-        text = fetch(replica.metrics_url)
-    except OSError:
-        return False
-    return (
-        re.search(rf'^leader_election_master_status{{name="{LEASE}"}} 1$', text, re.M) is not None
-    )
-
-
-def fetch(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return str(response.read().decode())
-
-
-def watch_pods(rest: Rest, events: list[tuple[str, str, str, str]], stop: threading.Event) -> None:
-    """Every pod event from now on: ADDED, DELETED, and MODIFIED with a deletionTimestamp."""
-    _, version = rest.list("/api/v1/pods")
-    for event in rest.watch("/api/v1/pods", version, stop):
-        meta = event["object"]["metadata"]
-        kind = event["type"]
-        if kind == "MODIFIED" and meta.get("deletionTimestamp"):
-            kind = "DELETING"
-        if kind != "MODIFIED":
-            events.append((kind, meta["namespace"], meta["name"], meta["uid"]))
 
 
 @pytest.fixture(scope="module")
@@ -167,51 +106,6 @@ def small_job() -> dict[str, Any]:
     job["metadata"]["name"] = "small"
     job["spec"]["runPolicy"] = {"cleanPodPolicy": "None"}
     return job
-
-
-@dataclass(frozen=True)
-class Failover:
-    at: float  # monotonic time of the kill
-    leader: Metacontroller
-
-
-def kill_leader(ha: Cluster) -> Failover:
-    """SIGKILL the leading replica (its lease is not released, as on a lost node)."""
-    leader = ha.leader()
-    assert leader is not None, "no replica leads"
-    os.killpg(leader.process.pid, signal.SIGKILL)
-    at = time.monotonic()
-    leader.process.wait(timeout=30)
-    return Failover(at, leader)
-
-
-def taken_over(ha: Cluster, failover: Failover) -> tuple[Metacontroller, float]:
-    """The replica that leads after `failover`, and the seconds from the kill to its lease."""
-    leader = wait_for(ha.leader, "a standby takes the lease", TAKEOVER, lambda r: r is not None)
-    assert leader is not None
-    assert leader is not failover.leader
-    return leader, time.monotonic() - failover.at
-
-
-def applies(audit: Path, since: datetime) -> Counter[tuple[str, str, str]]:
-    """Metacontroller's server-side applies (forced apply patches) that the API server received
-    after `since`, by (resource, namespace, name). By when each was received, not where its
-    line is: a request's line is written when it completes, after a watch may have seen its
-    object."""
-    found: Counter[tuple[str, str, str]] = Counter()
-    with audit.open() as lines:
-        for line in lines:
-            if "force=true" not in line:
-                continue
-            event = json.loads(line)
-            ref = event.get("objectRef") or {}
-            if (
-                event["verb"] == "patch"
-                and str(event.get("userAgent", "")).startswith("metacontroller/")
-                and datetime.fromisoformat(event["requestReceivedTimestamp"]) > since
-            ):
-                found[(ref["resource"], ref["namespace"], ref["name"])] += 1
-    return found
 
 
 def now() -> datetime:

@@ -22,7 +22,6 @@ hook and Metacontroller. What it shows:
 
 import json
 import re
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,30 +30,29 @@ from typing import Any
 import pytest
 import yaml
 
-from localcluster.apiserver import ApiServer, Binaries, KubectlError, cluster
+from localcluster.apiserver import ApiServer, Binaries, cluster
 from localcluster.crds import MXJOB_CRD
-from localcluster.realstack import (
-    Hook,
-    composite_controller,
-    metacontroller_crds,
-    run_metacontroller,
-    serve_hook,
-)
+from localcluster.realstack import Hook, run_metacontroller, serve_hook
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
-from tests.support import FIXTURES, REPO
+from tests.support import FIXTURES
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
-from tests.support.documented import run_as_user, shell_block
-from tests.support.jobs import one_worker_job
+from tests.support.documented import shell_block
 from tests.support.kustomize import shipped_access
+from tests.support.migration import (
+    PAGE,
+    exists,
+    install_metacontroller_crds,
+    listing_and_delete,
+    point_at_hook,
+    shell,
+    sync_errors,
+)
 from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
+from tests.support.stored_jobs import NAMESPACE, store_job
 
-PAGE = REPO / "docs" / "migrating-from-training-operator.md"
 OLD_CRD = FIXTURES / "training-operator" / "kubeflow.org_mxjobs.yaml"
-NAMESPACE = "legacy"
-IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it here
-STAMP = "2024-01-15T10:00:00Z"
 
 
 # Like test_migration_v1_8.py's Stack: each guide's stack holds what its tests read.
@@ -88,86 +86,6 @@ def switching_commands() -> list[str]:
     """The page's steps 1, 2 and 4 (the render check, the listing and delete, the install)."""
     needles = ("python -m app render", "kubectl delete mxjob", "kubectl apply --server-side")
     return [shell_block(PAGE, needle) for needle in needles]
-
-
-def shell(stack: Stack, script: str) -> subprocess.CompletedProcess[str]:
-    """A command of the page run as a user would (`documented.run_as_user`)."""
-    return run_as_user(script, stack.binaries.kubectl, stack.server.kubeconfig)
-
-
-def owner(job: dict[str, Any]) -> dict[str, Any]:
-    """The controller ownerReference training-operator puts on each pod and Service of a job
-    (its JobController.GenOwnerReference)."""
-    meta = job["metadata"]
-    return {
-        "apiVersion": "kubeflow.org/v1", "kind": "MXJob", "name": meta["name"],
-        "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True,
-    }  # fmt: skip
-
-
-def labels(job: str, rtype: str, index: int) -> dict[str, str]:
-    """training-operator v1.7's labels on a replica's pod and Service."""
-    return {
-        "training.kubeflow.org/operator-name": "mxjob-controller",
-        "training.kubeflow.org/job-name": job,
-        "training.kubeflow.org/replica-type": rtype.lower(),
-        "training.kubeflow.org/replica-index": str(index),
-    }
-
-
-def condition(ctype: str, status: str, message: str) -> dict[str, str]:
-    return {
-        "type": ctype, "status": status, "reason": f"MXJob{ctype}", "message": message,
-        "lastUpdateTime": STAMP, "lastTransitionTime": STAMP,
-    }  # fmt: skip
-
-
-def store_job(server: ApiServer, name: str, phase: str) -> dict[str, Any]:
-    """A one-Worker MXJob, its pod and its Service as training-operator v1.7 left them: the
-    job `Running` (its pod running) or `Succeeded` (its pod exited 0, kept: cleanPodPolicy
-    None, training-operator's default)."""
-    job = one_worker_job(name, IMAGE) | {"metadata": {"name": name, "namespace": NAMESPACE}}
-    server.kubectl("create", "-f", "-", input=yaml.safe_dump(job))
-    stored = server.get("mxjob", name, f"-n={NAMESPACE}")
-    done = phase == "Succeeded"
-    conditions = [condition("Created", "True", f"MXJob {name} is created.")]
-    conditions.append(condition("Running", "False" if done else "True",
-                                f"MXJob {name} is running."))  # fmt: skip
-    if done:
-        conditions.append(
-            condition("Succeeded", "True", f"MXJob {name} is successfully completed.")
-        )
-    worker = {"active": 0, "succeeded": 1} if done else {"active": 1}
-    status = {
-        "conditions": conditions, "replicaStatuses": {"Worker": worker}, "startTime": STAMP,
-        "lastReconcileTime": STAMP, **({"completionTime": STAMP} if done else {}),
-    }  # fmt: skip
-    patch_status(server, f"mxjob/{name}", status)
-    child = f"{name}-worker-0"
-    meta = {"name": child, "namespace": NAMESPACE, "labels": labels(name, "Worker", 0),
-            "ownerReferences": [owner(stored)]}  # fmt: skip
-    pod = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": meta,
-        "spec": {"restartPolicy": "Never", "containers": [
-            {"name": "mxnet", "image": IMAGE, "ports": [{"name": "mxjob-port",
-                                                         "containerPort": 9091}]}
-        ]},
-    }  # fmt: skip
-    service = {
-        "apiVersion": "v1", "kind": "Service", "metadata": meta,
-        "spec": {"clusterIP": "None", "selector": labels(name, "Worker", 0),
-                 "ports": [{"name": "mxjob-port", "port": 9091}]},
-    }  # fmt: skip
-    server.kubectl("create", "-f", "-", input=yaml.safe_dump_all([pod, service]))
-    patch_status(server, f"pod/{child}", {"phase": phase})
-    return server.get("mxjob", name, f"-n={NAMESPACE}")
-
-
-def patch_status(server: ApiServer, target: str, status: dict[str, Any]) -> None:
-    server.kubectl(
-        "patch", target, f"-n={NAMESPACE}", "--subresource=status", "--type=merge",
-        "-p", yaml.safe_dump({"status": status}),
-    )  # fmt: skip
 
 
 def without_reconcile_time(status: dict[str, Any]) -> dict[str, Any]:
@@ -204,18 +122,7 @@ def refusals(log: Path, job: str) -> set[str]:
 
 
 def gone(server: ApiServer, *targets: str) -> bool:
-    for target in targets:
-        try:
-            server.get(target, f"-n={NAMESPACE}")
-        except KubectlError:
-            continue
-        return False
-    return True
-
-
-def warnings(server: ApiServer, name: str) -> list[str]:
-    listed = server.get("events", f"-n={NAMESPACE}", f"--field-selector=involvedObject.name={name}")
-    return [e.get("message") or "" for e in listed["items"] if e["reason"] == "SyncError"]
+    return not any(exists(server, target, NAMESPACE) for target in targets)
 
 
 def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: Stack) -> None:
@@ -233,19 +140,45 @@ def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: St
     # 1. The render check passes the three jobs.
     checked = shell(stack, step1)
     assert checked.returncode == 0, checked.stderr
+    deleting_a_job_deletes_its_pods(stack, step2)
+    the_overlay_replaces_the_crd_in_place(stack, step4, [finished, running])
 
-    # 2. The listing shows which jobs still run; deleting one deletes its pods with it.
-    listing, delete = [line.split("#")[0].strip() for line in step2.strip().splitlines()]
+    # The hook and Metacontroller, the overlay's CompositeController pointed at the hook.
+    with serve_hook(stack.workdir) as hook:
+        point_at_hook(server, hook.url)
+        # As the ServiceAccount of the role install.md gives a Metacontroller of one's own.
+        access = shipped_access(server)
+        with (
+            run_metacontroller(
+                stack.metacontroller, server, stack.workdir, (), access
+            ) as controller,
+            Rest(server) as rest,
+        ):
+            released(stack, hook)
+            settled = the_finished_job_keeps_its_status(stack, finished)
+            the_job_left_running_keeps_its_pod(stack, old_pod)
+            a_new_job_is_built_and_listed(stack, rest)
+            the_cleanup_by_label(stack, settled)
+            assert controller.refusals() == [], "a request outside the shipped role"
+
+
+def deleting_a_job_deletes_its_pods(stack: Stack, step2: str) -> None:
+    """2. The listing shows which jobs still run; deleting one deletes its pods with it."""
+    listing, delete = listing_and_delete(step2, "to-deleted", NAMESPACE)
     listed = shell(stack, listing).stdout
     assert re.search(r"to-running\s+Running", listed), listed
-    delete = delete.replace("<name>", "to-deleted").replace("<namespace>", NAMESPACE)
     assert shell(stack, delete).returncode == 0
-    wait_for(lambda: gone(server, "pod/to-deleted-worker-0", "service/to-deleted-worker-0"),
+    wait_for(lambda: gone(stack.server, "pod/to-deleted-worker-0", "service/to-deleted-worker-0"),
              "the deleted job's pod and Service collected", 60)  # fmt: skip
 
-    # 4. Metacontroller's CRDs (its install), then the overlay as the page applies it.
-    server.apply(*[d for d in yaml.safe_load_all(metacontroller_crds().read_text()) if d])
-    server.wait_established("crd/compositecontrollers.metacontroller.k8s.io")
+
+def the_overlay_replaces_the_crd_in_place(
+    stack: Stack, step4: str, stored: list[dict[str, Any]]
+) -> None:
+    """4. Metacontroller's CRDs (its install), then the overlay as the page applies it: the
+    CRD is ours, the `stored` jobs stay (same uid, same status but for `lastReconcileTime`)."""
+    server = stack.server
+    install_metacontroller_crds(server)
     server.kubectl("create", "namespace", "kubeflow")  # a Kubeflow cluster has it
     command = step4.split("#")[0].strip()
     unforced = shell(stack, command.replace(" --force-conflicts", "") + " --dry-run=server")
@@ -257,86 +190,88 @@ def test_switching_keeps_the_jobs_and_releases_training_operators_pods(stack: St
     crd = server.get("crd", "mxjobs.kubeflow.org")
     ours = yaml.safe_load(MXJOB_CRD.read_text())
     assert crd["spec"]["versions"] == ours["spec"]["versions"], "the CRD is ours now"
-    for job in (finished, running):
+    for job in stored:
         kept = server.get("mxjob", job["metadata"]["name"], f"-n={NAMESPACE}")
         assert kept["metadata"]["uid"] == job["metadata"]["uid"]
         # Our CRD does not declare training-operator's `lastReconcileTime`: the API server
         # prunes it when it reads the stored job; the rest of the status is as it was written.
         assert kept["status"] == without_reconcile_time(job["status"])
 
-    # The hook and Metacontroller, the overlay's CompositeController pointed at the hook.
-    with serve_hook(stack.workdir) as hook:
-        server.kubectl("delete", "compositecontroller", "mxjob-controller")
-        server.apply(composite_controller(hook.url))
-        # As the ServiceAccount of the role install.md gives a Metacontroller of one's own.
-        access = shipped_access(server)
-        with (
-            run_metacontroller(
-                stack.metacontroller, server, stack.workdir, (), access
-            ) as controller,
-            Rest(server) as rest,
-        ):
-            for name in ("to-finished", "to-running"):
-                wait_for(syncs(hook, name), f"{name} synced", until=lambda n: n >= 2)
-            everything = {
-                f"{kind}/{name}-worker-0": None
-                for kind in ("pod", "service")
-                for name in ("to-finished", "to-running")
-            }
-            wait_for(
-                lambda: owners(server),
-                "training-operator's pods and Services released",
-                until=lambda found: found == everything,
-            )
-            print(f"\nafter the switch, no owner: {sorted(everything)}")
 
-            # 4. The finished job: status kept, nothing created.
-            after = server.get("mxjob", "to-finished", f"-n={NAMESPACE}")
-            # The hook's status adds its own bookkeeping (observedGeneration, zero counts).
-            settled, before = after["status"], finished["status"]
-            for key in ("conditions", "startTime", "completionTime"):
-                assert settled[key] == before[key], key
-            assert settled["replicaStatuses"]["Worker"]["succeeded"] == 1
-            children = server.get("pods,services,configmaps", f"-n={NAMESPACE}",
-                                  f"-l=controller-uid={finished['metadata']['uid']}")  # fmt: skip
-            assert children["items"] == [], "nothing created for the finished job"
-            assert (
-                server.get("pod", "to-finished-worker-0", f"-n={NAMESPACE}")["status"]["phase"]
-                == "Succeeded"
-            )
+def released(stack: Stack, hook: Hook) -> None:
+    """Both jobs synced, and training-operator's pods and Services released: no owner."""
+    for name in ("to-finished", "to-running"):
+        wait_for(syncs(hook, name), f"{name} synced", until=lambda n: n >= 2)
+    everything = {
+        f"{kind}/{name}-worker-0": None
+        for kind in ("pod", "service")
+        for name in ("to-finished", "to-running")
+    }
+    wait_for(
+        lambda: owners(stack.server),
+        "training-operator's pods and Services released",
+        until=lambda found: found == everything,
+    )
+    print(f"\nafter the switch, no owner: {sorted(everything)}")
 
-            # 5. The job left running: its pod stays; the hook's same-named children refused.
-            log = next(stack.workdir.glob("metacontroller-*.log"))
-            refused = wait_for(
-                lambda: refusals(log, "to-running"),
-                "Metacontroller's create of to-running's pod refused",
-                until=lambda found: {"Pod", "Service"} <= found,
-            )
-            running_pod = server.get("pod", "to-running-worker-0", f"-n={NAMESPACE}")
-            assert running_pod["metadata"]["uid"] == old_pod["metadata"]["uid"]
-            assert running_pod["status"]["phase"] == "Running", "left alone"
-            assert warnings(server, "to-running") == [], "no SyncError: only a log line"
-            status = server.get("mxjob", "to-running", f"-n={NAMESPACE}")["status"]
-            assert status["replicaStatuses"]["Worker"]["active"] == 0
-            assert {c["type"]: c["status"] for c in status["conditions"]}["Running"] == "True"
-            print(f"to-running: creates refused as already existing: {sorted(refused)}")
 
-            # 5 (the page's step 5). A new job is built; the listing shows every job.
-            server.kubectl("create", "namespace", "fresh")
-            example = manifest("examples/dist-cpu.yaml")
-            new = apply_job(server, rest, "fresh", example)
-            names = tuple(expected_children(example))
-            new.reaches(State(CREATED, pods("Pending", *names), names), "a new job created")
-            listed = shell(stack, "kubectl get mxj -A").stdout
-            print(listed)
-            assert re.search(r"to-finished\s+Succeeded", listed), listed
-            assert re.search(r"to-running\s+\S+", listed), listed
-            assert re.search(rf"{example['metadata']['name']}\s+Created", listed), listed
+def the_finished_job_keeps_its_status(stack: Stack, finished: dict[str, Any]) -> dict[str, Any]:
+    """4. The finished job: status kept, nothing created. Returns the status it settled on."""
+    server = stack.server
+    after = server.get("mxjob", "to-finished", f"-n={NAMESPACE}")
+    # The hook's status adds its own bookkeeping (observedGeneration, zero counts).
+    settled, before = after["status"], finished["status"]
+    for key in ("conditions", "startTime", "completionTime"):
+        assert settled[key] == before[key], key
+    assert settled["replicaStatuses"]["Worker"]["succeeded"] == 1
+    children = server.get("pods,services,configmaps", f"-n={NAMESPACE}",
+                          f"-l=controller-uid={finished['metadata']['uid']}")  # fmt: skip
+    assert children["items"] == [], "nothing created for the finished job"
+    assert (
+        server.get("pod", "to-finished-worker-0", f"-n={NAMESPACE}")["status"]["phase"]
+        == "Succeeded"
+    )
+    return dict(settled)
 
-            # The page's clean-up of a finished job's old pods and Services, by label.
-            (cleanup,) = re.findall(r"`(kubectl delete pods,services -l [^`]+)`", PAGE.read_text())
-            cleanup = cleanup.replace("<name>", "to-finished").replace("<namespace>", NAMESPACE)
-            assert shell(stack, cleanup).returncode == 0
-            assert gone(server, "pod/to-finished-worker-0", "service/to-finished-worker-0")
-            assert server.get("mxjob", "to-finished", f"-n={NAMESPACE}")["status"] == settled
-            assert controller.refusals() == [], "a request outside the shipped role"
+
+def the_job_left_running_keeps_its_pod(stack: Stack, old_pod: dict[str, Any]) -> None:
+    """5. The job left running: its pod stays; the hook's same-named children refused."""
+    server = stack.server
+    log = next(stack.workdir.glob("metacontroller-*.log"))
+    refused = wait_for(
+        lambda: refusals(log, "to-running"),
+        "Metacontroller's create of to-running's pod refused",
+        until=lambda found: {"Pod", "Service"} <= found,
+    )
+    running_pod = server.get("pod", "to-running-worker-0", f"-n={NAMESPACE}")
+    assert running_pod["metadata"]["uid"] == old_pod["metadata"]["uid"]
+    assert running_pod["status"]["phase"] == "Running", "left alone"
+    assert sync_errors(server, NAMESPACE, "to-running") == [], "no SyncError: only a log line"
+    status = server.get("mxjob", "to-running", f"-n={NAMESPACE}")["status"]
+    assert status["replicaStatuses"]["Worker"]["active"] == 0
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Running"] == "True"
+    print(f"to-running: creates refused as already existing: {sorted(refused)}")
+
+
+def a_new_job_is_built_and_listed(stack: Stack, rest: Rest) -> None:
+    """5 (the page's step 5). A new job is built; the listing shows every job."""
+    stack.server.kubectl("create", "namespace", "fresh")
+    example = manifest("examples/dist-cpu.yaml")
+    new = apply_job(stack.server, rest, "fresh", example)
+    names = tuple(expected_children(example))
+    new.reaches(State(CREATED, pods("Pending", *names), names), "a new job created")
+    listed = shell(stack, "kubectl get mxj -A").stdout
+    print(listed)
+    assert re.search(r"to-finished\s+Succeeded", listed), listed
+    assert re.search(r"to-running\s+\S+", listed), listed
+    assert re.search(rf"{example['metadata']['name']}\s+Created", listed), listed
+
+
+def the_cleanup_by_label(stack: Stack, settled: dict[str, Any]) -> None:
+    """The page's clean-up of a finished job's old pods and Services, by label: the job stays
+    as it was."""
+    (cleanup,) = re.findall(r"`(kubectl delete pods,services -l [^`]+)`", PAGE.read_text())
+    cleanup = cleanup.replace("<name>", "to-finished").replace("<namespace>", NAMESPACE)
+    assert shell(stack, cleanup).returncode == 0
+    assert gone(stack.server, "pod/to-finished-worker-0", "service/to-finished-worker-0")
+    assert stack.server.get("mxjob", "to-finished", f"-n={NAMESPACE}")["status"] == settled

@@ -1,5 +1,5 @@
 """The core's sync as the service runs it: with every integration (app.integrations.INTEGRATIONS)
-joining in where the request's controller declares what it needs."""
+contributing where the request's controller declares what it needs."""
 
 from datetime import datetime
 from typing import Any

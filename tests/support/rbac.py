@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localcluster.apiserver import ApiServer
 from localcluster.rest import Rest
 
 AUTHORIZATION = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
@@ -92,3 +93,9 @@ def allowed(rest: Rest, user: str, groups: Sequence[str], request: Request) -> b
         "spec": {"user": user, "groups": list(groups), "resourceAttributes": attributes},
     }
     return bool(rest.create(AUTHORIZATION, review)["status"].get("allowed"))
+
+
+def can_i(server: ApiServer, user: str, *what: str) -> bool:
+    """`kubectl auth can-i` as `user`: whether the API server's authorizer allows `what`."""
+    done = server.kubectl(f"--as={user}", "auth", "can-i", *what, check=False)
+    return done.stdout.strip() == "yes"

@@ -74,8 +74,8 @@ class JobContext:
     reads: NewPods
     # Which replicas get a headless Service: each one, or the Scheduler only.
     services: names.ReplicaServices = names.ReplicaServices.ALL
-    # What the integrations that joined the sync add to every pod as it is built
-    # (app/core/model/seam.py, `Turn.fit_pod`).
+    # What the integrations that contributed to the sync add to every pod as it is built
+    # (app/core/model/seam.py, `Contribution.fit_pod`).
     fits: tuple[Callable[[dict[str, Any]], None], ...] = ()
 
     def has_service(self, rtype: ReplicaType) -> bool:

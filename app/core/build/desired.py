@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from app.core.build import children
-from app.core.model.seam import Decision, Heard, Turn, add_to_pod, heard
+from app.core.model.seam import Contribution, Decision, Reports, add_to_pod, reports_of
 from app.core.model.spec import CleanPodPolicy, MXJobSpec
 from app.core.model.values import parse_time, seconds_until
 from app.core.observe.pods import Attempt
@@ -20,13 +20,13 @@ def desired_children(
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    turns: Sequence[Turn] = (),
+    contributions: Sequence[Contribution] = (),
 ) -> tuple[list[Child], int]:
-    """The children the job should have, and the resync delay its timers need; `turns`: the
-    integrations' parts in the sync (app/core/model/seam.py), whose children these do not
-    include."""
-    out, resync = _pods_and_services(job, owned, decision, now, heard(turns))
-    out[:0] = _job_children(job, turns) if out else []
+    """The children the job should have, and the resync delay its timers need;
+    `contributions`: the integrations' parts in the sync (app/core/model/seam.py), whose
+    children these do not include."""
+    out, resync = _pods_and_services(job, owned, decision, now, reports_of(contributions))
+    out[:0] = _job_children(job, contributions) if out else []
     return out, resync
 
 
@@ -35,12 +35,12 @@ def _pods_and_services(
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
-    said: Heard,
+    reports: Reports,
 ) -> tuple[list[Child], int]:
     if not decision.finished:
-        if job.spec.runPolicy.suspend or said.wait:
+        if job.spec.runPolicy.suspend or reports.wait:
             return [], 0
-        return _while_running(job, owned.replicas, said), decision.resync_after
+        return _while_running(job, owned.replicas, reports), decision.resync_after
     if decision.finishing:
         return _of_attempts(job, owned.attempts, owned.replicas), 0
     ttl_left = _ttl_left(job.spec, decision, now)
@@ -50,11 +50,11 @@ def _pods_and_services(
     return _of_attempts(job, left, owned.replicas), ttl_left or 0
 
 
-def _job_children(job: children.JobContext, turns: Sequence[Turn]) -> list[Child]:
+def _job_children(job: children.JobContext, contributions: Sequence[Contribution]) -> list[Child]:
     """One of each per job, while it has pods, ahead of them in the answer: the integrations'
     (a gang scheduler's PodGroup) and the ConfigMap the pods read MX_CONFIG's shared parts from
     (Metacontroller applies child types in its own order: docs/behaviour.md#children)."""
-    out = [child for turn in turns for child in turn.job_children()]
+    out = [child for c in contributions for child in c.job_children()]
     if job.reads.config_map:
         out.append(children.config_map(job))
     return out
@@ -63,7 +63,7 @@ def _job_children(job: children.JobContext, turns: Sequence[Turn]) -> list[Child
 def _while_running(
     job: children.JobContext,
     replicas: list[Replica],
-    said: Heard,
+    reports: Reports,
 ) -> list[Child]:
     """The pods and Services of a running job, in the answer's order: every pod, then every
     Service the job has (`JobContext.services`)."""
@@ -84,7 +84,7 @@ def _while_running(
                 children.pod(job, replica.rtype, replica.index, n, r)
                 for n, r in sorted(wanted.items())
             ]
-        for update in said.pod_updates(replica.rtype):
+        for update in reports.pod_updates(replica.rtype):
             for built in pods[first:]:
                 add_to_pod(built, update)
         if job.has_service(replica.rtype):

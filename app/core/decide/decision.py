@@ -18,12 +18,12 @@ from app.core.model.conditions import (
     Condition,
     completion_time,
 )
-from app.core.model.seam import NOTHING_SAID, Decision, Heard, Say
+from app.core.model.seam import NO_REPORTS, Decision, Report, Reports
 from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType
 from app.core.model.values import format_time, parse_time, seconds_until
 from app.core.observe.pods import Attempt, describe_exit
 from app.core.observe.previous import Previous
-from app.core.observe.replicas import Replica, Verdict
+from app.core.observe.replicas import Replica, ReplicaState
 
 
 def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
@@ -41,10 +41,10 @@ def decide(
     replicas: list[Replica],
     previous: Previous,
     now: datetime,
-    heard: Heard = NOTHING_SAID,
+    reports: Reports = NO_REPORTS,
 ) -> Decision:
-    """Conditions, start time and resync delay for a valid job; `heard`: what the integrations
-    say before the decision."""
+    """Conditions, start time and resync delay for a valid job; `reports`: what the
+    integrations report before the decision."""
     if previous.finished:
         # A finished job keeps the count it finished with, after clean-up too.
         recorded = previous.restart_count
@@ -57,9 +57,9 @@ def decide(
     )
     if spec.runPolicy.suspend:
         return Decision(_suspend(name, conds, at), None, 0, 0)
-    for say in heard.says:
-        conds = _said(say, conds, at)
-    if heard.wait:
+    for report in reports.reports:
+        conds = _apply_report(report, conds, at)
+    if reports.wait:
         return Decision(conds, None, 0, 0)
     if conditions.is_true(conds, conditions.SUSPENDED):
         resumed = f"MXJob {name} is resumed."
@@ -79,17 +79,17 @@ def decide(
     return Decision(conds, start, resync, restarts)
 
 
-def _said(say: Say, conds: list[Condition], at: str) -> list[Condition]:
-    """The conditions after what an integration says: its own condition, and while the job
+def _apply_report(report: Report, conds: list[Condition], at: str) -> list[Condition]:
+    """The conditions after an integration's report: its own condition, and while the job
     waits, like suspend, no pods, a Running job is no longer, and no start time until it may
     run."""
-    if say.condition is not None:
+    if report.condition is not None:
         conds = conditions.set_condition(
-            conds, say.condition_type, *say.condition, at, new_message=True
+            conds, report.condition_type, *report.condition, at, new_message=True
         )
-    if not say.wait:
+    if not report.wait:
         return conds
-    _, reason, message = say.condition or ("", "", "")
+    _, reason, message = report.condition or ("", "", "")
     running = conditions.is_true(conds, conditions.RUNNING)
     if running or conditions.is_true(conds, conditions.RESTARTING):
         conds = conditions.set_condition(conds, conditions.RUNNING, "False", reason, message, at)
@@ -132,7 +132,7 @@ def _failure(
 ) -> tuple[str, str] | None:
     """(reason, message) when the job has failed, else None; `restarts`: the job's restarts."""
     for replica in replicas:
-        if replica.verdict is Verdict.PERMANENT:
+        if replica.state is ReplicaState.PERMANENT:
             assert replica.current is not None
             because = _exited(replica, replica.current)
             return REASON_FAILED, f"MXJob {name} has failed because {because}."
@@ -174,7 +174,7 @@ def _progress(
 ) -> list[Condition]:
     decide_by = deciders(spec)
     mine = [r for r in replicas if r.rtype in decide_by]
-    if mine and all(r.verdict is Verdict.SUCCEEDED for r in mine):
+    if mine and all(r.state is ReplicaState.SUCCEEDED for r in mine):
         message = f"MXJob {name} successfully completed."
         return conditions.set_condition(
             conds, conditions.SUCCEEDED, "True", REASON_SUCCEEDED, message, at
@@ -187,7 +187,7 @@ def _progress(
             return conditions.set_condition(
                 conds, conditions.RESTARTING, "True", REASON_RESTARTING, message, at
             )
-    if mine and all(r.verdict is Verdict.RUNNING for r in mine):
+    if mine and all(r.state is ReplicaState.RUNNING for r in mine):
         message = f"MXJob {name} is running."
         return conditions.set_condition(
             conds, conditions.RUNNING, "True", REASON_RUNNING, message, at

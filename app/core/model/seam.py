@@ -1,7 +1,7 @@
 """The seam between the core and its integrations: what a sync decides (`Decision`), and how an
-integration, handed to the sync by the service (`Integration`), joins it, what it says before
-the decision, what it adds to the pods and the children it adds, read by the core without
-naming the integration."""
+integration, handed to the sync by the service (`Integration`), contributes to it: what it
+reports before the decision, what it adds to the pods and the children it adds, read by the
+core without naming the integration."""
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,8 +49,8 @@ class PodUpdate(Protocol):
     def annotations(self) -> dict[str, str]: ...
 
 
-class Say(Protocol):
-    """What an integration says before the decision: its own condition (of `condition_type`)
+class Report(Protocol):
+    """What an integration reports before the decision: its own condition (of `condition_type`)
     to set, as (status, reason, message), or None to leave it; whether the job waits (no pods,
     Services or job children); and what the pods of each replica type get."""
 
@@ -83,17 +83,17 @@ def add_to_pod(pod: dict[str, Any], update: PodUpdate) -> None:
 
 
 # The job's first pod of a replica type, as the core builds it and the integrations that
-# joined the sync before fit it (`Turn.fit_pod`).
+# contributed to the sync before fit it (`Contribution.fit_pod`).
 FirstPod = Callable[[ReplicaType], dict[str, Any]]
 
 
-class Turn(Protocol):
-    """An integration's part in one sync, once it has read the request: what it says before
+class Contribution(Protocol):
+    """An integration's part in one sync, once it has read the request: what it reports before
     the decision, what every pod of the job gets as it is built, the children it puts ahead of
     the pods, and those it adds after the core's, with the resync its timers need (0: none)."""
 
     @property
-    def say(self) -> Say | None: ...
+    def report(self) -> Report | None: ...
 
     def fit_pod(self, pod: dict[str, Any]) -> None:
         """Add what this integration gives every pod of the job to one freshly built."""
@@ -104,8 +104,8 @@ class Turn(Protocol):
     def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]: ...
 
 
-class TurnDefaults:
-    """What a Turn does at the fixed points it has no part in: nothing to the pods, no child
+class ContributionDefaults:
+    """What a contribution does at the fixed points it has no part in: nothing to the pods, no child
     ahead of them, none after the core's."""
 
     def fit_pod(self, pod: dict[str, Any]) -> None:
@@ -121,32 +121,32 @@ class TurnDefaults:
 
 
 @dataclass(frozen=True)
-class Heard:
-    """All that the integrations that joined a sync said before the decision, in their order."""
+class Reports:
+    """The reports of a sync's integrations before the decision, in the integrations' order."""
 
-    says: tuple[Say, ...] = ()
+    reports: tuple[Report, ...] = ()
 
     @property
     def wait(self) -> bool:
         """Whether any of them holds the job: no pods, Services or job children."""
-        return any(say.wait for say in self.says)
+        return any(report.wait for report in self.reports)
 
     def pod_updates(self, rtype: ReplicaType) -> list[PodUpdate]:
         """What each of them adds to the pods of `rtype`."""
-        return [say.pod_sets[rtype] for say in self.says if rtype in say.pod_sets]
+        return [r.pod_sets[rtype] for r in self.reports if rtype in r.pod_sets]
 
 
-NOTHING_SAID = Heard()
+NO_REPORTS = Reports()
 
 
-def heard(turns: Sequence[Turn]) -> Heard:
-    """What every integration that says anything before the decision says."""
-    return Heard(tuple(turn.say for turn in turns if turn.say is not None))
+def reports_of(contributions: Sequence[Contribution]) -> Reports:
+    """The reports of every contribution that has one."""
+    return Reports(tuple(c.report for c in contributions if c.report is not None))
 
 
 @dataclass(frozen=True)
-class Joining:
-    """What an integration is handed as it joins a sync of a valid job: the request, the spec,
+class SyncInputs:
+    """What an integration is handed to contribute to a sync of a valid job: the request, the spec,
     the previous status's conditions, whether the job had finished, and its first pods."""
 
     request: SyncRequest
@@ -156,16 +156,16 @@ class Joining:
     first_pod: FirstPod
 
 
-# How an integration joins a sync of a valid job: its Turn, or None when the controller does
-# not declare what it needs.
-Join = Callable[[Joining], Turn | None]
+# How an integration contributes to a sync of a valid job: its Contribution, or None when the
+# controller does not declare what it needs.
+Contributor = Callable[[SyncInputs], Contribution | None]
 
 
 @dataclass(frozen=True)
 class Integration:
-    """A guest of the core as the service hands it to a sync: its name, how it joins, and the
-    condition types it sets on the job, which the core keeps when it reads the status back."""
+    """A guest of the core as the service hands it to a sync: its name, how it contributes, and
+    the condition types it sets on the job, which the core keeps when it reads the status back."""
 
     name: str
-    join: Join
+    contribute: Contributor
     condition_types: tuple[str, ...] = ()

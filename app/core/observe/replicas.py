@@ -14,7 +14,7 @@ from app.core.observe.pods import Attempt, count, observe, replica_of
 RETRYABLE_EXIT = 128
 
 
-class Verdict(StrEnum):
+class ReplicaState(StrEnum):
     MISSING = "missing"
     PENDING = "pending"
     RUNNING = "running"
@@ -36,18 +36,18 @@ class Replica:
     recorded: tuple[int, int] = (0, 0)
     # Worked out once: status, restarts and the children each ask, for every replica index.
     current: Attempt | None = field(init=False)
-    verdict: Verdict = field(init=False)
+    state: ReplicaState = field(init=False)
 
     def __post_init__(self) -> None:
         self.current = self.attempts[-1] if self.attempts else None
-        self.verdict = _verdict(self.policy, self.current)
+        self.state = _state_of(self.policy, self.current)
 
     @property
     def restarts(self) -> int:
         """Restarts of this index so far, counting a replacement this sync asks for."""
         current = self.current
         done = current.restarts if current else self.recorded[1]
-        return done + (self.verdict is Verdict.RETRY)
+        return done + (self.state is ReplicaState.RETRY)
 
     @property
     def next_attempt(self) -> tuple[int, int]:
@@ -55,7 +55,7 @@ class Replica:
         current = self.current
         if current is None:
             return self.recorded
-        if self.verdict is Verdict.RETRY:
+        if self.state is ReplicaState.RETRY:
             return current.attempt + 1, current.restarts + 1
         return current.attempt, current.restarts_before
 
@@ -68,20 +68,20 @@ class Replica:
     @property
     def restarting(self) -> bool:
         """A failed attempt is being replaced: asked for this sync, or pending."""
-        if self.verdict is Verdict.RETRY:
+        if self.state is ReplicaState.RETRY:
             return True
-        return self.verdict is Verdict.PENDING and self.replaced is not None
+        return self.state is ReplicaState.PENDING and self.replaced is not None
 
     @property
     def last_failed(self) -> Attempt | None:
         """The failed attempt that makes this index restart (`restarting`)."""
-        return self.current if self.verdict is Verdict.RETRY else self.replaced
+        return self.current if self.state is ReplicaState.RETRY else self.replaced
 
     def going_on(self) -> Attempt | None:
         """The one observed attempt to keep, if it is also the pod this index should be
         running: the usual case, worked out without `next_attempt` and `keep_while_running`."""
         current = self.current
-        if current is None or self.verdict is Verdict.RETRY:
+        if current is None or self.state is ReplicaState.RETRY:
             return None
         if len(self.attempts) == 1 or current.phase in ("Running", "Succeeded"):
             return current
@@ -93,22 +93,22 @@ class Replica:
         current = self.current
         if current is None:
             return []
-        if self.verdict is Verdict.RETRY or len(self.attempts) == 1:
+        if self.state is ReplicaState.RETRY or len(self.attempts) == 1:
             return [current]
         if current.phase in ("Running", "Succeeded"):
             return [current]
         return list(self.attempts[-2:])
 
 
-def _verdict(policy: RestartPolicy, current: Attempt | None) -> Verdict:
+def _state_of(policy: RestartPolicy, current: Attempt | None) -> ReplicaState:
     if current is None:
-        return Verdict.MISSING
+        return ReplicaState.MISSING
     if current.phase == "Failed":
-        return Verdict.RETRY if _retryable(policy, current) else Verdict.PERMANENT
-    return _PHASE_VERDICTS.get(current.phase, Verdict.PENDING)
+        return ReplicaState.RETRY if _retryable(policy, current) else ReplicaState.PERMANENT
+    return _PHASE_STATES.get(current.phase, ReplicaState.PENDING)
 
 
-_PHASE_VERDICTS = {"Running": Verdict.RUNNING, "Succeeded": Verdict.SUCCEEDED}
+_PHASE_STATES = {"Running": ReplicaState.RUNNING, "Succeeded": ReplicaState.SUCCEEDED}
 
 
 def _retryable(policy: RestartPolicy, current: Attempt) -> bool:

@@ -15,7 +15,7 @@ from app.integrations.kueue.flavors import pod_set_infos
 from app.integrations.kueue.hook import RELATED_RESOURCES, customize, namespace_rules
 from app.integrations.kueue.priorities import Priority, priority
 from app.integrations.kueue.queues import Queueing, queueing
-from app.integrations.kueue.sync import INTEGRATION, join
+from app.integrations.kueue.sync import INTEGRATION, contribute
 from app.integrations.kueue.workloads import HASH_LENGTH, legacy_workload_name
 
 __all__ = [
@@ -33,8 +33,8 @@ __all__ = [
     "Priority",
     "Queueing",
     "admission",
+    "contribute",
     "customize",
-    "join",
     "legacy_workload_name",
     "namespace_rules",
     "pod_set_infos",

@@ -23,8 +23,8 @@ from app.integrations.kueue.flavors import pod_set_infos
 
 
 @dataclass(frozen=True)
-class QueueSay:
-    """What Kueue says before the decision (a `seam.Say`), what it allows the job this sync:
+class QueueReport:
+    """What Kueue reports before the decision (a `seam.Report`), what it allows the job this sync:
     whether it waits (no pods, Services or job children), the Queued condition to set, and
     what admitted pods get."""
 
@@ -66,8 +66,8 @@ class JobView:
 
 def gate(
     job: JobView, previous: list[Condition], related: Mapping[str, Any], spec: MXJobSpec
-) -> QueueSay | None:
-    """Kueue's say over this sync, or None when it has none (the job behaves exactly as
+) -> QueueReport | None:
+    """Kueue's report for this sync, or None when it has none (the job behaves exactly as
     without Kueue). See docs/kueue.md for each case."""
     before = conditions.find(previous, QUEUED)
     waiting_before = before is not None and before.get("status") == "True"
@@ -78,7 +78,7 @@ def gate(
     if job.queue is None or job.finished:
         if waiting_before and not job.finished:
             message = f"MXJob {job.name} is no longer queued: its {QUEUE_LABEL} label was removed."
-            return QueueSay(False, ("False", REASON_UNQUEUED, message), wants_workload=False)
+            return QueueReport(False, ("False", REASON_UNQUEUED, message), wants_workload=False)
         return None
     if before is None and job.live_pods:
         # Started without Kueue (the label came later): it runs to its end unqueued.
@@ -90,7 +90,7 @@ def gate(
 
 def _queued(
     job: JobView, before: Condition | None, related: Mapping[str, Any], spec: MXJobSpec
-) -> QueueSay:
+) -> QueueReport:
     """The gate of a job in a LocalQueue: waiting, evicted, admitted or running on."""
     waiting_before = before is not None and before.get("status") == "True"
     where = f"LocalQueue {job.queue}"
@@ -103,7 +103,7 @@ def _queued(
             f"stopped and it is queued again in {where}."
         )
         if job.active_pods:
-            return QueueSay(True, ("True", REASON_REQUEUED, message), False, keep=outgrown)
+            return QueueReport(True, ("True", REASON_REQUEUED, message), False, keep=outgrown)
         # The outgrown Workload is the evidence, not the status, which a sync may see one
         # write behind: the job waits as requeued from here on.
         before = {
@@ -117,7 +117,7 @@ def _queued(
     keeps_running = job.live_pods and not waiting_before and admitted_before and not job.stale
     if job.workload is None:
         if keeps_running:
-            return QueueSay(False, None, wants_workload=True)
+            return QueueReport(False, None, wants_workload=True)
         return _waiting(job.name, where, "", before, wants_workload=True)
     state = admission(job.workload)
     if state.cluster_queue:
@@ -129,11 +129,11 @@ def _queued(
     if state.admitted:
         return _admitted(job.name, where, keeps_running, state, related, spec)
     if keeps_running:
-        return QueueSay(False, None, wants_workload=True)
+        return QueueReport(False, None, wants_workload=True)
     return _waiting(job.name, where, state.message, before, wants_workload=True)
 
 
-def _deactivated(name: str, workload: Mapping[str, Any], state: Admission) -> QueueSay:
+def _deactivated(name: str, workload: Mapping[str, Any], state: Admission) -> QueueReport:
     """Deactivated: Kueue keeps it out of the queue, so the Workload stays (its requeueState
     with it) and the job waits until someone activates it again."""
     workload_name = workload.get("metadata", {}).get("name", "")
@@ -142,10 +142,12 @@ def _deactivated(name: str, workload: Mapping[str, Any], state: Admission) -> Qu
         f"{state.message or 'no message'}; it is not queued again until its Workload "
         f"{workload_name} is active again (spec.active: true)."
     )
-    return QueueSay(True, ("True", REASON_DEACTIVATED, message), wants_workload=True)
+    return QueueReport(True, ("True", REASON_DEACTIVATED, message), wants_workload=True)
 
 
-def _evicted(name: str, queue: str | None, state: Admission, waiting: Condition | None) -> QueueSay:
+def _evicted(
+    name: str, queue: str | None, state: Admission, waiting: Condition | None
+) -> QueueReport:
     """An evicted Workload: the job waits, queued again; `waiting` is the Queued condition it
     had, if it was waiting."""
     if waiting is not None and waiting.get("reason") == REASON_EVICTED:
@@ -154,14 +156,14 @@ def _evicted(name: str, queue: str | None, state: Admission, waiting: Condition 
         # it with its backoff; without it, the Workload goes (releasing its quota) and the
         # next sync makes it again, pending; not earlier, so a sync one status behind still
         # finds the evidence (docs/kueue.md).
-        said = ("True", REASON_EVICTED, waiting.get("message", ""))
-        return QueueSay(True, said, wants_workload=state.kept_on_eviction)
+        condition = ("True", REASON_EVICTED, waiting.get("message", ""))
+        return QueueReport(True, condition, wants_workload=state.kept_on_eviction)
     why = f" ({state.reason})" if state.reason else ""
     message = (
         f"MXJob {name} was evicted by Kueue{why}: {state.message or 'no message'}; "
         f"it is queued again in LocalQueue {queue}."
     )
-    return QueueSay(True, ("True", REASON_EVICTED, message), wants_workload=True)
+    return QueueReport(True, ("True", REASON_EVICTED, message), wants_workload=True)
 
 
 def _admitted(
@@ -171,38 +173,38 @@ def _admitted(
     state: Admission,
     related: Mapping[str, Any],
     spec: MXJobSpec,
-) -> QueueSay:
+) -> QueueReport:
     """An admitted Workload: the pods start with what the admission adds, unless it cannot."""
     infos = pod_set_infos(state, related, spec)
     if isinstance(infos, str) and keeps_running:
         # A flavor gone from under a running job (say) does not stop it.
-        return QueueSay(False, None, wants_workload=True)
+        return QueueReport(False, None, wants_workload=True)
     if isinstance(infos, str):
         message = f"MXJob {name} is admitted by Kueue in {where}, but {infos}."
-        return QueueSay(True, ("True", REASON_QUEUED, message), wants_workload=True)
+        return QueueReport(True, ("True", REASON_QUEUED, message), wants_workload=True)
     message = f"MXJob {name} is admitted by Kueue in {where}."
-    return QueueSay(False, ("False", REASON_ADMITTED, message), True, infos)
+    return QueueReport(False, ("False", REASON_ADMITTED, message), True, infos)
 
 
 def _waiting(
     name: str, where: str, why: str, before: Condition | None, wants_workload: bool
-) -> QueueSay:
+) -> QueueReport:
     again = (REASON_EVICTED, REASON_REQUEUED)
     if before and before.get("status") == "True" and before.get("reason") in again:
         # Re-queued after an eviction or an edit: the condition keeps saying why, until
         # admitted.
-        return QueueSay(
+        return QueueReport(
             True, ("True", str(before["reason"]), before.get("message", "")), wants_workload
         )
     message = f"MXJob {name} is queued in {where}, waiting for Kueue to admit it"
     message += f": {why}" if why else "."
-    return QueueSay(True, ("True", REASON_QUEUED, message), wants_workload)
+    return QueueReport(True, ("True", REASON_QUEUED, message), wants_workload)
 
 
-def _held(name: str) -> QueueSay:
+def _held(name: str) -> QueueReport:
     """A job that names no queue, in a namespace that holds such jobs."""
     message = (
         f"MXJob {name} names no LocalQueue and its namespace runs no job outside Kueue: it "
         f"is held. Suspend it, add the {QUEUE_LABEL} label, and resume it."
     )
-    return QueueSay(True, ("True", REASON_NO_QUEUE, message), wants_workload=False)
+    return QueueReport(True, ("True", REASON_NO_QUEUE, message), wants_workload=False)

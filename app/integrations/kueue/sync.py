@@ -8,10 +8,10 @@ from typing import Any
 
 from app.core.model import envelope, kinds
 from app.core.model.envelope import SyncRequest
-from app.core.model.seam import Decision, FirstPod, Integration, Joining, TurnDefaults
+from app.core.model.seam import ContributionDefaults, Decision, FirstPod, Integration, SyncInputs
 from app.core.model.spec import MXJobSpec
 from app.integrations.kueue.api import API_VERSION, QUEUED, WORKLOAD_KIND, WORKLOAD_TYPE
-from app.integrations.kueue.gating import JobView, QueueSay, gate
+from app.integrations.kueue.gating import JobView, QueueReport, gate
 from app.integrations.kueue.priorities import priority
 from app.integrations.kueue.queues import queueing
 from app.integrations.kueue.workloads import (
@@ -25,14 +25,14 @@ from app.integrations.kueue.workloads import (
 
 
 @dataclass(frozen=True)
-class KueueTurn(TurnDefaults):
-    """Kueue's part in one sync: the gate's answer, said before the decision, and the
+class KueueContribution(ContributionDefaults):
+    """Kueue's part in one sync: the gate's answer, reported before the decision, and the
     Workloads the job keeps after it."""
 
     request: SyncRequest
     spec: MXJobSpec
     view: JobView
-    say: QueueSay | None
+    report: QueueReport | None
     first_pod: FirstPod
 
     def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
@@ -40,9 +40,9 @@ class KueueTurn(TurnDefaults):
         those it has, until none of its pods may still run. No timer of its own."""
         if decision.finished:
             return finished_workloads(self.view), 0
-        if self.say is None:
+        if self.report is None:
             return [], 0
-        return workloads(self.request, self.spec, self.say, self.view, self.first_pod), 0
+        return workloads(self.request, self.spec, self.report, self.view, self.first_pod), 0
 
 
 def finished_workloads(view: JobView) -> list[dict[str, Any]]:
@@ -56,13 +56,13 @@ def finished_workloads(view: JobView) -> list[dict[str, Any]]:
     return [_kept(w) for w in [*observed, *view.stale]]
 
 
-def join(sync: Joining) -> KueueTurn | None:
-    """Kueue's turn in a sync: None unless the controller declares Workload children."""
-    view = job_view(sync.request, sync.spec, sync.finished, sync.first_pod)
+def contribute(inputs: SyncInputs) -> KueueContribution | None:
+    """Kueue's contribution to a sync: None unless the controller declares Workload children."""
+    view = job_view(inputs.request, inputs.spec, inputs.finished, inputs.first_pod)
     if view is None:
         return None
-    say = gate(view, sync.previous, sync.request.related, sync.spec)
-    return KueueTurn(sync.request, sync.spec, view, say, sync.first_pod)
+    report = gate(view, inputs.previous, inputs.request.related, inputs.spec)
+    return KueueContribution(inputs.request, inputs.spec, view, report, inputs.first_pod)
 
 
 def job_view(
@@ -106,7 +106,7 @@ def job_view(
 def workloads(
     request: SyncRequest,
     spec: MXJobSpec,
-    queue: QueueSay,
+    queue: QueueReport,
     view: JobView,
     first_pod: FirstPod,
 ) -> list[dict[str, Any]]:
@@ -151,4 +151,4 @@ def _labels(request: SyncRequest) -> Any:
     return meta.model_extra.get("labels") if meta.model_extra else None
 
 
-INTEGRATION = Integration("kueue", join, condition_types=(QUEUED,))
+INTEGRATION = Integration("kueue", contribute, condition_types=(QUEUED,))

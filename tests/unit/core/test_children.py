@@ -11,7 +11,7 @@ import pytest
 
 from app.core.build import children, desired
 from app.core.model import kinds
-from app.core.model.seam import Decision, PodUpdate, TurnDefaults
+from app.core.model.seam import ContributionDefaults, Decision, PodUpdate
 from app.core.model.spec import CleanPodPolicy, ReplicaType
 from app.core.model.values import format_time
 from app.core.observe import replicas
@@ -82,8 +82,8 @@ class Update(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Said:
-    """What an integration says before the decision (seam.Say)."""
+class GuestReport:
+    """What an integration reports before the decision (seam.Report)."""
 
     wait: bool = False
     condition_type: str = "Held"
@@ -92,26 +92,30 @@ class Said:
 
 
 @dataclass(frozen=True)
-class Saying(TurnDefaults):
-    """An integration's turn (seam.Turn) that only says something before the decision."""
+class Reporting(ContributionDefaults):
+    """An integration's contribution (seam.Contribution) that only reports before the decision."""
 
-    say: Said | None
+    report: GuestReport | None
 
     def children(self, decision: Decision, now: datetime) -> tuple[list[dict[str, Any]], int]:
         return [], 0
 
 
 @pytest.mark.parametrize(
-    ("made", "say"),
+    ("made", "report"),
     [
         pytest.param(job(suspend=True), None, id="suspended"),
-        pytest.param(job(), Said(wait=True), id="held-by-an-integration"),
+        pytest.param(job(), GuestReport(wait=True), id="held-by-an-integration"),
     ],
 )
-def test_a_job_that_waits_has_no_children(made: children.JobContext, say: Said | None) -> None:
+def test_a_job_that_waits_has_no_children(
+    made: children.JobContext, report: GuestReport | None
+) -> None:
     running = owned(dict.fromkeys(ALL_PODS, "Running"))
-    turns = [Saying(say)]
-    assert desired.desired_children(made, running, decision(resync_after=30), s.NOW, turns) == (
+    contributions = [Reporting(report)]
+    assert desired.desired_children(
+        made, running, decision(resync_after=30), s.NOW, contributions
+    ) == (
         [],
         0,
     )
@@ -119,8 +123,8 @@ def test_a_job_that_waits_has_no_children(made: children.JobContext, say: Said |
 
 def test_an_integration_adds_to_the_pods_of_one_replica_type() -> None:
     pool = Update(node_selector={"pool": "a"}, tolerations=[], labels={"team": "x"}, annotations={})
-    say = Said(pod_sets={ReplicaType.WORKER: pool})
-    wanted, _ = desired.desired_children(job(), owned({}), decision(), s.NOW, [Saying(say)])
+    report = GuestReport(pod_sets={ReplicaType.WORKER: pool})
+    wanted, _ = desired.desired_children(job(), owned({}), decision(), s.NOW, [Reporting(report)])
     pods = {c["metadata"]["name"]: c for c in wanted if c["kind"] == "Pod"}
     assert "nodeSelector" not in pods["mnist-scheduler-0"]["spec"]
     for name in ("mnist-worker-0", "mnist-worker-1"):

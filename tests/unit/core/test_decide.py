@@ -1,6 +1,6 @@
 """This sync's decision (app/core/decide/decision.py), from docs/behaviour.md#status: who decides
 (the Scheduler, else the Worker; the Tuner of a tune job), a permanent failure, the backoff
-limit, the deadline, suspend, what an integration says, and a finished job staying finished."""
+limit, the deadline, suspend, what an integration reports, and a finished job staying finished."""
 
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.core.decide.decision import decide
-from app.core.model.seam import Decision, Heard, PodUpdate
+from app.core.model.seam import Decision, PodUpdate, Reports
 from app.core.model.spec import CleanPodPolicy, ReplicaType, RestartPolicy
 from app.core.model.values import format_time
 from app.core.observe.pods import Attempt
@@ -124,7 +124,7 @@ def test_a_finished_job_stays_finished_with_its_restarts() -> None:
 
 
 @dataclass(frozen=True)
-class Said:
+class GuestReport:
     condition_type: str = "Queued"
     condition: tuple[str, str, str] | None = ("True", "Waits", "waits for its turn")
     wait: bool = True
@@ -133,7 +133,9 @@ class Said:
 
 def test_an_integration_that_holds_the_job_stops_it_running() -> None:
     running = {"conditions": [s.condition("Running", "True", "MXJobRunning", AT, "")]}
-    made = decided(train(), [replica(SCHEDULER, "Running")], running, heard=Heard((Said(),)))
+    made = decided(
+        train(), [replica(SCHEDULER, "Running")], running, reports=Reports((GuestReport(),))
+    )
     assert states(made) == CREATED | {
         "Running": ("False", "Waits"),
         "Queued": ("True", "Waits"),
@@ -142,8 +144,8 @@ def test_an_integration_that_holds_the_job_stops_it_running() -> None:
 
 
 def test_an_integration_that_lets_the_job_run_only_sets_its_condition() -> None:
-    said = Said(condition=("False", "Admitted", "admitted"), wait=False)
-    made = decided(train(), [replica(SCHEDULER, "Running")], heard=Heard((said,)))
+    report = GuestReport(condition=("False", "Admitted", "admitted"), wait=False)
+    made = decided(train(), [replica(SCHEDULER, "Running")], reports=Reports((report,)))
     assert states(made) == CREATED | {
         "Queued": ("False", "Admitted"),
         "Running": ("True", "MXJobRunning"),

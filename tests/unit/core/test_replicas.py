@@ -10,7 +10,7 @@ import pytest
 from app.core.model.spec import ReplicaType, RestartPolicy
 from app.core.mxnet import names
 from app.core.observe.pods import Attempt
-from app.core.observe.replicas import Replica, Verdict, recorded_attempts, replicas_of
+from app.core.observe.replicas import Replica, ReplicaState, recorded_attempts, replicas_of
 from app.core.validate.validation import validated_spec
 from tests.support.jobs import train_spec
 
@@ -32,28 +32,30 @@ def worker(policy: str, *attempts: Attempt, recorded: tuple[int, int] = (0, 0)) 
 
 # The contract's restart rules (docs/behaviour.md#restarts), one case per policy and outcome.
 @pytest.mark.parametrize(
-    ("policy", "current", "verdict"),
+    ("policy", "current", "state"),
     [
-        pytest.param("Never", None, Verdict.MISSING, id="no-pod"),
-        pytest.param("Never", attempt(phase="Pending"), Verdict.PENDING, id="pending"),
-        pytest.param("Never", attempt(phase="Unknown"), Verdict.PENDING, id="unknown"),
-        pytest.param("Never", attempt(), Verdict.RUNNING, id="running"),
-        pytest.param("Never", attempt(phase="Succeeded"), Verdict.SUCCEEDED, id="succeeded"),
-        pytest.param("Never", attempt(phase="Failed"), Verdict.PERMANENT, id="never-failed"),
-        pytest.param("OnFailure", attempt(phase="Failed"), Verdict.RETRY, id="on-failure"),
-        pytest.param("Always", attempt(phase="Failed"), Verdict.RETRY, id="always"),
-        pytest.param("ExitCode", attempt(0, "Failed", 1), Verdict.PERMANENT, id="exit-1"),
-        pytest.param("ExitCode", attempt(0, "Failed", 127), Verdict.PERMANENT, id="exit-127"),
-        pytest.param("ExitCode", attempt(0, "Failed", 128), Verdict.RETRY, id="exit-128"),
-        pytest.param("ExitCode", attempt(0, "Failed", 137), Verdict.RETRY, id="exit-sigkill"),
-        pytest.param("ExitCode", attempt(0, "Failed"), Verdict.RETRY, id="evicted-no-exit-code"),
+        pytest.param("Never", None, ReplicaState.MISSING, id="no-pod"),
+        pytest.param("Never", attempt(phase="Pending"), ReplicaState.PENDING, id="pending"),
+        pytest.param("Never", attempt(phase="Unknown"), ReplicaState.PENDING, id="unknown"),
+        pytest.param("Never", attempt(), ReplicaState.RUNNING, id="running"),
+        pytest.param("Never", attempt(phase="Succeeded"), ReplicaState.SUCCEEDED, id="succeeded"),
+        pytest.param("Never", attempt(phase="Failed"), ReplicaState.PERMANENT, id="never-failed"),
+        pytest.param("OnFailure", attempt(phase="Failed"), ReplicaState.RETRY, id="on-failure"),
+        pytest.param("Always", attempt(phase="Failed"), ReplicaState.RETRY, id="always"),
+        pytest.param("ExitCode", attempt(0, "Failed", 1), ReplicaState.PERMANENT, id="exit-1"),
+        pytest.param("ExitCode", attempt(0, "Failed", 127), ReplicaState.PERMANENT, id="exit-127"),
+        pytest.param("ExitCode", attempt(0, "Failed", 128), ReplicaState.RETRY, id="exit-128"),
+        pytest.param("ExitCode", attempt(0, "Failed", 137), ReplicaState.RETRY, id="exit-sigkill"),
+        pytest.param(
+            "ExitCode", attempt(0, "Failed"), ReplicaState.RETRY, id="evicted-no-exit-code"
+        ),
     ],
 )
-def test_the_verdict_on_the_current_attempt(
-    policy: str, current: Attempt | None, verdict: Verdict
+def test_the_state_of_the_current_attempt(
+    policy: str, current: Attempt | None, state: ReplicaState
 ) -> None:
     replica = worker(policy, *([current] if current else []))
-    assert (replica.current, replica.verdict) == (current, verdict)
+    assert (replica.current, replica.state) == (current, state)
 
 
 FAILED_0 = attempt(0, "Failed")

@@ -1,6 +1,6 @@
-"""The seam (app/core/model/seam.py): the integrations the service hands a sync join it, every one
-that says something before the decision is heard, and the core keeps the conditions each one
-declares, naming none of them."""
+"""The seam (app/core/model/seam.py): the integrations the service hands a sync contribute to it,
+the report of every one that reports before the decision counts, and the core keeps the
+conditions each one declares, naming none of them."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from app.core.model.seam import Heard, Integration, Joining, PodUpdate, TurnDefaults, heard
+from app.core.model.seam import (
+    ContributionDefaults,
+    Integration,
+    PodUpdate,
+    Reports,
+    SyncInputs,
+    reports_of,
+)
 from app.core.model.spec import ReplicaType
 from app.core.reconcile import sync
 from tests.support import jobs as s
@@ -23,8 +30,8 @@ class Update:
 
 
 @dataclass(frozen=True)
-class Said:
-    """What a guest says before the decision (seam.Say)."""
+class GuestReport:
+    """What a guest reports before the decision (seam.Report)."""
 
     condition_type: str
     condition: tuple[str, str, str] | None = None
@@ -33,39 +40,40 @@ class Said:
 
 
 @dataclass(frozen=True)
-class Speaking(TurnDefaults):
-    say: Said | None
+class Reporting(ContributionDefaults):
+    report: GuestReport | None
 
 
-def guest(name: str, say: Said | None) -> Integration:
-    """An integration that joins every sync and says `say`, declaring its condition type."""
+def guest(name: str, report: GuestReport | None) -> Integration:
+    """An integration that contributes to every sync and reports `report`, declaring its
+    condition type."""
 
-    def join(_: Joining) -> Speaking:
-        return Speaking(say)
+    def contribute(_: SyncInputs) -> Reporting:
+        return Reporting(report)
 
-    return Integration(name, join, (say.condition_type,) if say else ())
+    return Integration(name, contribute, (report.condition_type,) if report else ())
 
 
-HOLDS = Said("Held", ("True", "GuestHolds", "held by a guest"), wait=True)
-LABELS = Said("Labelled", ("True", "GuestLabels", "labelled"), pod_sets={
+HOLDS = GuestReport("Held", ("True", "GuestHolds", "held by a guest"), wait=True)
+LABELS = GuestReport("Labelled", ("True", "GuestLabels", "labelled"), pod_sets={
     ReplicaType.WORKER: Update(labels={"team": "a"})
 })  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("says", "wait", "worker_updates"),
+    ("reports", "wait", "worker_updates"),
     [
-        pytest.param([], False, 0, id="nobody-speaks"),
-        pytest.param([None, LABELS], False, 1, id="one-of-two-speaks"),
+        pytest.param([], False, 0, id="nobody-reports"),
+        pytest.param([None, LABELS], False, 1, id="one-of-two-reports"),
         pytest.param([LABELS, HOLDS], True, 1, id="either-may-hold-the-job"),
         pytest.param([LABELS, LABELS], False, 2, id="each-adds-to-the-pods"),
     ],
 )
-def test_every_integration_that_speaks_is_heard(
-    says: list[Said | None], wait: bool, worker_updates: int
+def test_every_integration_that_reports_counts(
+    reports: list[GuestReport | None], wait: bool, worker_updates: int
 ) -> None:
-    everything = heard([Speaking(say) for say in says])
-    assert everything == Heard(tuple(say for say in says if say is not None))
+    everything = reports_of([Reporting(report) for report in reports])
+    assert everything == Reports(tuple(report for report in reports if report is not None))
     assert everything.wait is wait
     assert len(everything.pod_updates(ReplicaType.WORKER)) == worker_updates
     assert everything.pod_updates(ReplicaType.SERVER) == []
@@ -86,8 +94,8 @@ def test_two_integrations_each_set_their_own_condition() -> None:
 
 def test_a_condition_no_integration_declares_is_not_read_back() -> None:
     request = s.after_first(s.request(s.mxjob(s.train_spec())))
-    said = sync(request, s.NOW, (guest("labels", LABELS),))["status"]
-    request["parent"]["status"] = said
+    labelled = sync(request, s.NOW, (guest("labels", LABELS),))["status"]
+    request["parent"]["status"] = labelled
     types = [c["type"] for c in sync(request, s.NOW, ())["status"]["conditions"]]
     assert "Labelled" not in types
     kept = [
@@ -97,7 +105,7 @@ def test_a_condition_no_integration_declares_is_not_read_back() -> None:
 
 
 def test_the_pods_get_what_each_integration_adds() -> None:
-    guests = (guest("labels", LABELS), guest("more", Said("More", None, pod_sets={
+    guests = (guest("labels", LABELS), guest("more", GuestReport("More", None, pod_sets={
         ReplicaType.WORKER: Update(annotations={"more": "yes"})
     })))  # fmt: skip
     answer = sync(s.after_first(s.request(s.mxjob(s.train_spec()))), s.NOW, guests)

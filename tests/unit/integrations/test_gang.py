@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.core.model import envelope
-from app.core.model.seam import Joining
+from app.core.model.seam import SyncInputs
 from app.core.model.spec import MXJobSpec
 from app.integrations import gang
 from tests.support import jobs as s
@@ -120,19 +120,19 @@ def test_a_pod_joins_the_group(
 
 
 @pytest.mark.parametrize("scheduler", [None, gang.VOLCANO, gang.SCHEDULER_PLUGINS])
-def test_a_sync_joined_where_the_controller_declares_a_pod_group(
+def test_a_contribution_where_the_controller_declares_a_pod_group(
     scheduler: gang.GangScheduler | None,
 ) -> None:
     """At the seam: the PodGroup ahead of the pods, each pod put into the group."""
     others: dict[str, list[Any]] = {scheduler.child_type: []} if scheduler else {}
     request = envelope.read_request(s.request(s.mxjob(train_spec()), others=others))
     spec = MXJobSpec.model_validate(train_spec())
-    turn = gang.join(Joining(request, spec, [], False, lambda rtype: {}))
+    contribution = gang.contribute(SyncInputs(request, spec, [], False, lambda rtype: {}))
     if scheduler is None:
-        assert turn is None
+        assert contribution is None
         return
-    assert turn is not None
-    assert turn.job_children() == [gang.pod_group(scheduler, "mnist", "default", spec)]
+    assert contribution is not None
+    assert contribution.job_children() == [gang.pod_group(scheduler, "mnist", "default", spec)]
     built = pod()
-    turn.fit_pod(built)
+    contribution.fit_pod(built)
     assert built["spec"]["schedulerName"] == scheduler.scheduler_name

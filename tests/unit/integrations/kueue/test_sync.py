@@ -1,4 +1,4 @@
-"""Kueue's turn in a sync (app/integrations/kueue/sync.py): the Workload child, the job held
+"""Kueue's contribution to a sync (app/integrations/kueue/sync.py): the Workload child, the job held
 until admitted, the admission's flavors in the pods, the priority class, label edits, a
 Workload deleted by hand (docs/kueue.md). Eviction, deactivation and release: in
 test_sync_eviction.py."""

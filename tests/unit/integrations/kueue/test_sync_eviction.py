@@ -1,4 +1,4 @@
-"""Kueue's turn in a sync when the Workload is taken back: eviction stops the job and requeues
+"""Kueue's contribution to a sync when the Workload is taken back: eviction stops the job and requeues
 it, a deactivated Workload is kept, a finished or suspended job releases its Workload only once
 no pod may still run (docs/kueue.md)."""
 
