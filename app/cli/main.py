@@ -52,21 +52,18 @@ def _parser() -> argparse.ArgumentParser:
         help="as under a CompositeController that declares no ConfigMap children: MX_CONFIG "
         "whole in every pod, and the size rule of that layout",
     )
-    ttl = commands.add_parser(
+    component(
+        commands,
         "ttl-controller",
-        help="delete each finished MXJob once its ttlSecondsAfterFinished has passed "
+        "delete each finished MXJob once its ttlSecondsAfterFinished has passed "
         "(the cluster's credentials: in-cluster, else KUBECONFIG); /metrics and /healthz on --port",
-    )
-    ttl.add_argument("--host", default="127.0.0.1")
-    ttl.add_argument("--port", type=_port, default=9090)
-    ttl.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    writer = commands.add_parser(
+    ).add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    component(
+        commands,
         "kueue-status",
-        help="write the PodsReady condition and clear evicted reservations on the Kueue "
+        "write the PodsReady condition and clear evicted reservations on the Kueue "
         "Workloads of MXJobs (in cluster, or with $KUBECONFIG); /metrics and /healthz on --port",
     )
-    writer.add_argument("--host", default="127.0.0.1")
-    writer.add_argument("--port", type=_port, default=9090)
     return parser
 
 
@@ -79,6 +76,16 @@ def _serve(host: str, port: int) -> int:
         return 2
     server.run(config, host, port)
     return 0
+
+
+def component(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, summary: str
+) -> argparse.ArgumentParser:
+    """An optional component's command: its probes and metrics on --host:--port."""
+    command = commands.add_parser(name, help=summary)
+    command.add_argument("--host", default="127.0.0.1")
+    command.add_argument("--port", type=_port, default=9090)
+    return command
 
 
 def _port(text: str) -> int:
