@@ -1,5 +1,5 @@
 """The writer's loop: watch the Workloads the hook made and their jobs' pods, and patch each
-Workload's status as `decide` says, one job at a time, on every change; each relist and each
+Workload's status as `changes` says, one job at a time, on every change; each relist and each
 retry of a job after a wait that grows while its failures go on (app/controllers/backoff.py)."""
 
 import logging
@@ -16,7 +16,7 @@ from lightkube.types import PatchType
 from prometheus_client import CollectorRegistry, Counter
 
 from app.controllers.backoff import Backoff
-from app.controllers.kueuestatus import decide
+from app.controllers.kueuestatus import changes
 from app.core.model import kinds
 from app.core.mxnet import names
 from app.integrations.kueue import API_VERSION, GROUP
@@ -144,7 +144,7 @@ def write(client: Client, cache: Cache, key: JobKey, clock: Callable[[], str] = 
     workload, pods = cache.job(key)
     if workload is None or not owned_by_mxjob(workload):
         return
-    patch = decide.status_patch(workload, pods, clock())
+    patch = changes.status_patch(workload, pods, clock())
     if patch is None:
         return
     name = workload["metadata"]["name"]

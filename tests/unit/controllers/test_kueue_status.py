@@ -1,4 +1,4 @@
-"""The Workload-status writer's decisions (app/controllers/kueuestatus/decide.py), as Kueue's jobframework
+"""The Workload-status writer's decisions (app/controllers/kueuestatus/changes.py), as Kueue's jobframework
 makes them: PodsReady from the job's pods, and an evicted Workload's reservation cleared once
 its job has stopped (docs/kueue.md)."""
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.controllers.kueuestatus import decide
+from app.controllers.kueuestatus import changes
 from app.controllers.kueuestatus.watch import Cache, job_key, owned_by_mxjob
 
 NOW = "2026-11-27T09:00:00Z"
@@ -21,9 +21,9 @@ LIMIT_EXCEEDED = (
     "DeactivatedDueToRequeuingLimitExceeded",
     "The workload is deactivated due to exceeding the maximum number of re-queuing retries",
 )
-WAITING = ("PodsReady", "False", "WaitForStart", decide.NOT_READY)
-STARTED = ("PodsReady", "True", "Started", decide.READY)
-RECOVERING = ("PodsReady", "False", "WaitForRecovery", decide.RECOVERING)
+WAITING = ("PodsReady", "False", "WaitForStart", changes.NOT_READY)
+STARTED = ("PodsReady", "True", "Started", changes.READY)
+RECOVERING = ("PodsReady", "False", "WaitForRecovery", changes.RECOVERING)
 LABELS = {"training.kubeflow.org/operator-name": "mxjob-controller",
           "training.kubeflow.org/job-name": "j"}  # fmt: skip
 
@@ -122,13 +122,13 @@ STATUS_PATCHES = [
 def test_status_patch(
     wl: dict[str, Any], pods: list[dict[str, Any]], expected: dict[str, Any] | None
 ) -> None:
-    assert summary(decide.status_patch(wl, pods, NOW)) == expected
+    assert summary(changes.status_patch(wl, pods, NOW)) == expected
 
 
 def test_a_cleared_condition_keeps_kueues_message_and_generation() -> None:
-    patch = decide.status_patch(workload(RESERVED, ADMITTED, TIMED_OUT), [], NOW)
+    patch = changes.status_patch(workload(RESERVED, ADMITTED, TIMED_OUT), [], NOW)
     assert patch is not None
-    reserved = decide.find(patch["status"]["conditions"], "QuotaReserved")
+    reserved = changes.find(patch["status"]["conditions"], "QuotaReserved")
     assert reserved == {"type": "QuotaReserved", "status": "False", "reason": "Pending",
                         "message": TIMED_OUT[3], "lastTransitionTime": NOW,
                         "observedGeneration": 1}  # fmt: skip
