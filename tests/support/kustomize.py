@@ -9,8 +9,7 @@ checked against.
 `kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh
 picks for the API-server tier (the machine's of the pinned minor, or one it builds and caches).
 An overlay with components is built and parsed once per session (`overlay_objects`); each caller
-gets its own copy. YAML is parsed by libyaml when PyYAML has it (the same objects, a few times
-faster than the pure-Python parser on a build's 250-400 kB).
+gets its own copy.
 """
 
 import copy
@@ -27,16 +26,11 @@ import yaml
 from localcluster.apiserver import ApiServer, ClusterError, obtain_kubectl
 from localcluster.realstack import grant_metacontroller, metacontroller_source
 from tests.support import REPO
+from tests.support.yamls import load_all
 
 OVERLAYS = REPO / "manifests" / "overlays"
 # Metacontroller v4.17.2's manifests/production, byte for byte (its SOURCE.md).
 RELEASE_COPY = REPO / "manifests" / "third_party" / "metacontroller"
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_all(text: str) -> list[dict[str, Any]]:
-    """The non-empty documents of the YAML stream `text`, parsed as `yaml.safe_load_all` does."""
-    return [d for d in yaml.load_all(text, Loader=LOADER) if d]
 
 
 class MissingMetacontrollerSource(FileNotFoundError):
