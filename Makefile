@@ -77,10 +77,12 @@ test-kueue-0.17: $(VENV)/.dev
 	KUEUE_VERSION=v0.17.0 $(BIN)/pytest tests/apiserver/test_kueue.py \
 	    tests/apiserver/test_kueue_admission.py tests/apiserver/test_kueue_pods_ready.py
 
-# The tier to run on every change, a few minutes on 2 cores (docs/development.md says how to
-# measure it): no API server, no MXNet, nothing marked slow (`make test` runs those too).
+# The tier to run on every change: no API server, no MXNet, nothing marked slow (`make test`
+# runs those too), on two pytest-xdist workers. FAST_WORKERS sets how many.
+# docs/development.md gives the time measured and says how to measure it.
+FAST_WORKERS ?= 2
 fast: $(VENV)/.dev
-	$(BIN)/pytest -q -m "not apiserver and not mxnet and not slow"
+	$(BIN)/pytest -q -n $(FAST_WORKERS) -m "not apiserver and not mxnet and not slow"
 
 # Real MXNet jobs through the real Metacontroller and hook on a loopback kube-apiserver, their
 # pods as local processes (docs/e2e.md; needs root).

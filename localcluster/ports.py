@@ -3,8 +3,12 @@
 The ports the OS picks for a listener on port 0 come from the same range as the source ports of
 outgoing connections, so a port picked that way, closed and handed to a server to bind later,
 can be taken in between by any client's connection (on a busy machine it is: a kube-apiserver
-once failed to bind one). A port below that range is never picked by a connection."""
+once failed to bind one). A port below that range is never picked by a connection.
 
+Under pytest-xdist each worker hands out ports from its own slice of that range (`share`), so
+two workers never hand out the same port."""
+
+import os
 import random
 import socket
 from pathlib import Path
@@ -24,6 +28,18 @@ def ephemeral_start() -> int:
         return 32768
 
 
+def share(low: int, high: int) -> tuple[int, int]:
+    """This process's slice of the ports from `low` to `high - 1`: the whole of them, or, in
+    pytest-xdist's worker gwN of M (PYTEST_XDIST_WORKER, PYTEST_XDIST_WORKER_COUNT), the N-th of
+    M equal slices."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "").removeprefix("gw")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (worker.isdigit() and count.isdigit() and int(count) > 1):
+        return low, high
+    index, width = int(worker) % int(count), (high - low) // int(count)
+    return low + index * width, low + (index + 1) * width
+
+
 def bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         try:
@@ -35,16 +51,17 @@ def bindable(port: int) -> bool:
 
 def free_port() -> int:
     """A port nothing listens on now, outside the ephemeral range, not handed out before by
-    this process; whoever binds it next gets it."""
+    this process (nor by another xdist worker); whoever binds it next gets it."""
     top = ephemeral_start()
     if top <= LOWEST + TRIES:
         raise RuntimeError(f"the ephemeral range starts at {top}: no room below it for servers")
+    low, high = share(LOWEST, top)
     for _ in range(TRIES):
-        port = random.randrange(LOWEST, top)
+        port = random.randrange(low, high)
         if port not in _handed and bindable(port):
             _handed.add(port)
             return port
-    raise RuntimeError(f"no free port in {LOWEST}-{top - 1} after {TRIES} tries")
+    raise RuntimeError(f"no free port in {low}-{high - 1} after {TRIES} tries")
 
 
 def free_ports(count: int) -> list[int]:

@@ -22,11 +22,12 @@ from tests.support.servers import Server, closed_by_peer, start
 
 NEW_JOB = orjson.dumps(s.after_first(s.request(s.mxjob(s.train_spec()))))
 HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: hook\r\n\r\n"
-# A head within 1 s; a body without a gap over 1 s (a fifth of the webhook timeout), whole
-# within 4 s (four fifths); bodies up to 1 MiB.
+# A head within 0.5 s; a body without a gap over 0.5 s (a fifth of the webhook timeout), whole
+# within 2 s (four fifths); bodies up to 1 MiB. Short, as no test here depends on their length
+# but each waits one out.
 ENV = {
-    "MXJOB_HEADER_TIMEOUT_SECONDS": "1",
-    "MXJOB_WEBHOOK_TIMEOUT_SECONDS": "5",
+    "MXJOB_HEADER_TIMEOUT_SECONDS": "0.5",
+    "MXJOB_WEBHOOK_TIMEOUT_SECONDS": "2.5",
     "MXJOB_MAX_BODY_BYTES": str(1 << 20),
 }
 
@@ -153,27 +154,28 @@ def test_a_head_pipelined_behind_a_body_is_bounded_by_one_read(hook: Server, sta
 
 def test_a_pipelined_body_may_arrive_after_the_head_timeout(hook: Server) -> None:
     """The head deadline stops at a pipelined request's head: its body, sent in pieces
-    within the chunk deadline, takes longer than the 1 s head timeout and is answered."""
+    within the chunk deadline (0.5 s), takes longer than the 0.5 s head timeout and is
+    answered."""
     with hook.connect() as sock, sock.makefile("rb") as answers:
         sock.sendall(HEALTHZ + post(b"", length=len(NEW_JOB)))
         pieces = [NEW_JOB[at : at + 200] for at in range(0, len(NEW_JOB), 200)][:6]
         rest = NEW_JOB[sum(map(len, pieces)) :]
         for piece in [*pieces[:-1], pieces[-1] + rest]:
-            time.sleep(0.3)
+            time.sleep(0.15)
             sock.sendall(piece)
         assert [read_answer(answers)[0] for _ in range(2)] == [200, 200]
 
 
 def test_a_stalled_upload_past_the_read_buffer_gets_408_and_is_closed(hook: Server) -> None:
     """Half a MiB of a 1 MiB body, more than the 64 KiB the server buffers before it pauses
-    reading for the app, then nothing: 408 after the 1 s chunk deadline."""
+    reading for the app, then nothing: 408 after the 0.5 s chunk deadline."""
     with hook.connect() as sock, sock.makefile("rb") as answers:
         started = time.monotonic()
         sock.sendall(post(b"{" * (1 << 19), length=1 << 20))
         status, detail = read_answer(answers)
         took = time.monotonic() - started
         assert (status, b"still incomplete" in detail) == (408, True)
-        assert 0.9 < took < 3
+        assert 0.45 < took < 2
         assert closed_by_peer(sock, 5)
 
 

@@ -1,13 +1,12 @@
 """Every overlay's CompositeController follows Metacontroller's API and names the hook's
 children, hooks and Service as the overlay lays them out."""
 
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
-from tests.support.kustomize import documents, with_components
+from tests.support.kustomize import overlay_objects
 from tests.support.metacontroller_schema import COMPOSITE_CONTROLLER
 from tests.support.overlays import KUEUE, LAYOUT, the
 
@@ -69,13 +68,11 @@ def test_composite_controller(overlay: str, layout: tuple[str, bool, Any]) -> No
     }
 
 
-def test_the_kueue_components_customize_hook_follows_the_hooks_namespace(
-    tmp_path: Path,
-) -> None:
+def test_the_kueue_components_customize_hook_follows_the_hooks_namespace() -> None:
     """Added to an overlay that installs the hook elsewhere (kubeflow), the customize hook
     names the same Service as the sync hook."""
-    folder = with_components(tmp_path / "kubeflow-kueue", "kubeflow", "kueue")
-    (controller,) = [d for d in documents(folder) if d["kind"] == "CompositeController"]
+    objects = overlay_objects("kubeflow", "kueue")
+    (controller,) = [d for d in objects if d["kind"] == "CompositeController"]
     hooks = controller["spec"]["hooks"]
     assert hooks["customize"]["webhook"]["service"] == hooks["sync"]["webhook"]["service"]
     assert hooks["sync"]["webhook"]["service"]["namespace"] == "kubeflow"

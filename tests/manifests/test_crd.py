@@ -4,10 +4,10 @@ docs/behaviour.md#validation."""
 from typing import Any, cast
 
 import pytest
-import yaml
 
 from app.core.model.errors import SpecError
 from app.core.validate.validation import validated_spec
+from tests.support import yamls
 from tests.support.crd_admission import CRD_FILE, admission_errors, rules
 from tests.support.crd_cases import INVALID, VALID
 
@@ -48,7 +48,7 @@ def test_rule_reasons_keep_their_messages() -> None:
 
 
 def test_resource_names_and_columns() -> None:
-    crd = yaml.safe_load(CRD_FILE.read_text())
+    crd = yamls.load(CRD_FILE.read_text())
     (version,) = crd["spec"]["versions"]
     assert crd["spec"]["names"] == {
         "kind": "MXJob",

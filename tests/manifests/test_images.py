@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.support import REPO
-from tests.support.kustomize import OVERLAYS, documents, with_components
+from tests.support.kustomize import overlay_objects
 from tests.support.overlays import LAYOUT
 
 INSTALL = REPO / "docs" / "install.md"
@@ -35,10 +35,10 @@ def images(objects: Iterable[dict[str, Any]]) -> set[str]:
     return found
 
 
-def test_the_kustomize_builds_run_exactly_the_documented_images(tmp_path: Path) -> None:
-    builds = [OVERLAYS / overlay for overlay in LAYOUT]
-    builds += [with_components(tmp_path / c, "standalone", c) for c in COMPONENTS]
-    assert set().union(*(images(documents(b)) for b in builds)) == documented()
+def test_the_kustomize_builds_run_exactly_the_documented_images() -> None:
+    builds = [overlay_objects(overlay) for overlay in LAYOUT]
+    builds += [overlay_objects("standalone", c) for c in COMPONENTS]
+    assert set().union(*(images(b) for b in builds)) == documented()
 
 
 @pytest.mark.slow

@@ -2,19 +2,17 @@
 in the hook's namespace, whatever the overlay made them, hardened, with the least RBAC, probed
 on its metrics port (who may connect to it: tests/manifests/test_network_policies.py)."""
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.kustomize import documents, with_components
+from tests.support.kustomize import overlay_objects
 
 NAME = "mxjob-controller-kueue-status"
 
 
-def writer_objects(tmp_path: Path, overlay: str) -> dict[str, dict[str, Any]]:
-    folder = with_components(tmp_path / "wrapper", overlay, "kueue", "kueue-status")
-    docs = [d for d in documents(folder) if d]
+def writer_objects(overlay: str) -> dict[str, dict[str, Any]]:
+    docs = overlay_objects(overlay, "kueue", "kueue-status")
     hook = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == (
         "mxjob-controller"))  # fmt: skip
     found = {d["kind"]: d for d in docs if d["metadata"]["name"] == NAME}
@@ -24,10 +22,8 @@ def writer_objects(tmp_path: Path, overlay: str) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize(("overlay", "namespace"), [("standalone", "mxjob-system"),
                                                     ("kubeflow", "kubeflow")])  # fmt: skip
-def test_the_writer_follows_the_hooks_namespace_and_image(
-    tmp_path: Path, overlay: str, namespace: str
-) -> None:
-    objs = writer_objects(tmp_path, overlay)
+def test_the_writer_follows_the_hooks_namespace_and_image(overlay: str, namespace: str) -> None:
+    objs = writer_objects(overlay)
     assert sorted(objs) == [
         "ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "ServiceAccount",
         "hook",
@@ -54,8 +50,8 @@ def test_the_writer_follows_the_hooks_namespace_and_image(
     assert pod["securityContext"] == objs["hook"]["spec"]["template"]["spec"]["securityContext"]
 
 
-def test_the_writer_has_the_least_rbac(tmp_path: Path) -> None:
-    rules = writer_objects(tmp_path, "standalone")["ClusterRole"]["rules"]
+def test_the_writer_has_the_least_rbac() -> None:
+    rules = writer_objects("standalone")["ClusterRole"]["rules"]
     assert rules == [
         {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"],
          "verbs": ["get", "list", "watch"]},

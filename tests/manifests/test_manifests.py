@@ -8,10 +8,9 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
 from app import __version__
-from tests.support import REPO
+from tests.support import REPO, yamls
 from tests.support.overlays import HOOK_LABELS, IMAGE, LAYOUT, build, the
 
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -110,7 +109,7 @@ def test_namespaces(overlay: str, layout: tuple[str, bool, Any]) -> None:
 
 @pytest.mark.parametrize("overlay", LAYOUT)
 def test_crd_is_installed_as_written(overlay: str) -> None:
-    written = yaml.safe_load((REPO / "manifests" / "base" / "crd.yaml").read_text())
+    written = yamls.load((REPO / "manifests" / "base" / "crd.yaml").read_text())
     assert the(overlay, "CustomResourceDefinition") == written
 
 

@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.support import REPO
+from tests.support import REPO, yamls
 from tests.support.kustomize import (
     OVERLAYS,
     RELEASE_COPY,
@@ -74,7 +73,7 @@ def test_the_overlay_builds_with_no_network() -> None:
     )  # fmt: skip
     assert done.returncode != 99, "the network namespace has a route"
     assert done.returncode == 0, done.stderr
-    built = {(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(done.stdout) if d}
+    built = {(d["kind"], d["metadata"]["name"]) for d in yamls.load_all(done.stdout)}
     assert {
         ("StatefulSet", "metacontroller"),
         ("CustomResourceDefinition", "compositecontrollers.metacontroller.k8s.io"),

@@ -8,7 +8,7 @@ import kubernetes_validate
 import pytest
 
 from app import __version__
-from tests.support.kustomize import documents, with_components
+from tests.support.kustomize import overlay_objects
 from tests.support.overlays import IMAGE, LAYOUT
 
 OVERLAYS = ("standalone", "kubeflow")
@@ -19,13 +19,10 @@ KINDS = ["ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "Se
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)
-def objects(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Any]:
+def objects(request: pytest.FixtureRequest) -> dict[str, Any]:
     """`kind: object` of the component's objects in the overlay, the hook's Deployment
     (`hook`) and the overlay's namespace (`namespace`)."""
-    folder = tmp_path_factory.mktemp(request.param) / "overlay"
-    every = documents(with_components(folder, request.param, "ttl-controller"))
+    every = overlay_objects(request.param, "ttl-controller")
     found = {d["kind"]: d for d in every if d["metadata"]["name"] == "mxjob-ttl-controller"}
     assert sorted(found) == KINDS
     (hook,) = (

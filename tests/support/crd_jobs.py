@@ -5,9 +5,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from tests.support import FIXTURES, REPO
+from tests.support import FIXTURES, REPO, yamls
 from tests.support.crd_admission import NOT_CHECKED
 
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
@@ -45,7 +43,7 @@ MX_CONFIG_TOO_LONG = (
 
 def load(path: Path) -> dict[str, Any]:
     """The manifest at `path`."""
-    doc: dict[str, Any] = yaml.safe_load(path.read_text())
+    doc: dict[str, Any] = yamls.load(path.read_text())
     return doc
 
 

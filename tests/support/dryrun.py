@@ -8,10 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tests.support import REPO
 from tests.support.kustomize import kubectl
+from tests.support.yamls import load_all
 
 # What the commands see of the checkout.
 CHECKOUT = ("Dockerfile", "manifests", "examples", "docs")
@@ -74,7 +73,7 @@ def asked(out: Path, tool: str) -> list[list[str]]:
 def applied(out: Path) -> list[dict[str, Any]]:
     """Everything `kubectl apply` would have applied, in order."""
     path = out / "applied.yaml"
-    return [d for d in yaml.safe_load_all(path.read_text()) if d] if path.exists() else []
+    return load_all(path.read_text()) if path.exists() else []
 
 
 def images(objects: list[dict[str, Any]], kind: str) -> set[str]:

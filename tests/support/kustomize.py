@@ -8,8 +8,11 @@ checked against.
 
 `kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh
 picks for the API-server tier (the machine's of the pinned minor, or one it builds and caches).
+An overlay with components is built and parsed once per session (`overlay_objects`); each caller
+gets its own copy.
 """
 
+import copy
 import functools
 import os
 import subprocess
@@ -23,6 +26,7 @@ import yaml
 from localcluster.apiserver import ApiServer, ClusterError, obtain_kubectl
 from localcluster.realstack import grant_metacontroller, metacontroller_source
 from tests.support import REPO
+from tests.support.yamls import load_all
 
 OVERLAYS = REPO / "manifests" / "overlays"
 # Metacontroller v4.17.2's manifests/production, byte for byte (its SOURCE.md).
@@ -76,9 +80,10 @@ def with_components(folder: Path, overlay: str | Path, *components: str) -> Path
     return folder
 
 
+@functools.cache
 def build_overlay(overlay: str, *components: str) -> str:
     """The overlay's `kubectl kustomize` output (YAML text), with `components` (names in
-    manifests/components) added as a user's overlay adds them."""
+    manifests/components) added as a user's overlay adds them; built once per session."""
     if not components:
         return built(OVERLAYS / overlay)
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,10 +91,14 @@ def build_overlay(overlay: str, *components: str) -> str:
 
 
 @functools.cache
+def _parsed(overlay: str, *components: str) -> tuple[dict[str, Any], ...]:
+    return tuple(load_all(build_overlay(overlay, *components)))
+
+
 def overlay_objects(overlay: str, *components: str) -> tuple[dict[str, Any], ...]:
-    """The objects of `build_overlay(overlay, *components)`, built once per session (do not
-    change them)."""
-    return tuple(d for d in yaml.safe_load_all(build_overlay(overlay, *components)) if d)
+    """The objects of `build_overlay(overlay, *components)`, built once per session; a copy of
+    its own to each caller."""
+    return copy.deepcopy(_parsed(overlay, *components))
 
 
 def shipped_access(server: ApiServer, *components: str) -> Path:
@@ -111,7 +120,7 @@ def built(folder: Path) -> str:
 
 def documents(folder: Path) -> list[dict[str, Any]]:
     """The objects `kubectl kustomize` of `folder` prints."""
-    return [d for d in yaml.safe_load_all(built(folder)) if d]
+    return load_all(built(folder))
 
 
 def is_metacontroller(document: dict[str, Any]) -> bool:
@@ -122,5 +131,4 @@ def is_metacontroller(document: dict[str, Any]) -> bool:
 
 def hook_objects(overlay: str) -> tuple[dict[str, Any], ...]:
     """The overlay's objects but Metacontroller's own: what this project installs."""
-    documents = (d for d in yaml.safe_load_all(build_overlay(overlay)) if d)
-    return tuple(d for d in documents if not is_metacontroller(d))
+    return tuple(d for d in overlay_objects(overlay) if not is_metacontroller(d))

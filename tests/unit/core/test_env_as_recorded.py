@@ -10,7 +10,7 @@ import yaml
 
 from app.core.mxnet import kubeenv, mxconfig
 from app.core.render import render
-from tests.support import FIXTURES, REPO
+from tests.support import FIXTURES, REPO, yamls
 from tests.support.golden_cases import CASES
 from tests.support.hooked import sync
 from tests.support.jobs import NOW
@@ -62,7 +62,7 @@ def answers() -> list[Any]:
         for name, make in CASES.items()
     ]
     for path in MANIFESTS:
-        documents = list(yaml.safe_load_all(render(path.read_text(), NOW)))
+        documents = list(yaml.load_all(render(path.read_text(), NOW), Loader=yamls.LOADER))
         source = str(path.relative_to(REPO))
         cases.append(pytest.param(source, documents, id=source))
     return cases

@@ -4,13 +4,13 @@ job the hook admits and refusing beyond, within a known slack."""
 from typing import Any
 
 import pytest
-import yaml
 
 from app.core.model.errors import SpecError
 from app.core.model.spec import MXJobSpec
 from app.core.mxnet import mxconfig
 from app.core.validate import sizerule, validation
 from tests.support import jobs as s
+from tests.support import yamls
 from tests.support.cel_size_rule import rule, sync_rule
 from tests.support.crd_admission import CRD_FILE, cel_errors
 from tests.support.size_shapes import (
@@ -25,7 +25,7 @@ CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a s
 
 
 def test_the_crd_holds_the_generated_cel_rules() -> None:
-    crd = yaml.safe_load(CRD_FILE.read_text())
+    crd = yamls.load(CRD_FILE.read_text())
     root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     assert {rule(), sync_rule()} <= {r["rule"] for r in root["x-kubernetes-validations"]}
 
