@@ -6,20 +6,22 @@ import argparse
 import sys
 
 from app import __version__
-from app.cli import components, render
+from app.cli import render
 from app.core.render import CHILD_TYPES, INLINE_CHILD_TYPES
-from app.service import server, settings
 from app.service.errors import SettingsError
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command `argv` names; return the exit code."""
     args = _parser().parse_args(argv)
-    if args.command == "kueue-status":
-        return components.kueue_status(args.host, args.port)
     if args.command == "serve":
         return _serve(args.host, args.port)
-    if args.command == "ttl-controller":
+    if args.command in ("kueue-status", "ttl-controller"):
+        # Imported by the commands that run them: `render` starts without their clients.
+        from app.cli import components
+
+        if args.command == "kueue-status":
+            return components.kueue_status(args.host, args.port)
         return components.ttl_controller(args.host, args.port, args.log_level)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return render.run(args.file, args.namespace, args.expand, child_types)
@@ -68,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(host: str, port: int) -> int:
+    # Imported here, as the components are: `render` starts without uvicorn.
+    from app.service import server, settings
+
     try:
         config = settings.from_env()
     except SettingsError as err:
