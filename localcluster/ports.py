@@ -3,8 +3,11 @@
 The ports the OS picks for a listener on port 0 come from the same range as the source ports of
 outgoing connections, so a port picked that way, closed and handed to a server to bind later,
 can be taken in between by any client's connection (on a busy machine it is: a kube-apiserver
-once failed to bind one). A port below that range is never picked by a connection."""
+once failed to bind one). A port below that range is never picked by a connection. Under
+pytest-xdist each worker picks from a share of that range of its own, so that two workers never
+hand out the same port."""
 
+import os
 import random
 import socket
 from pathlib import Path
@@ -33,18 +36,31 @@ def bindable(port: int) -> bool:
         return True
 
 
-def free_port() -> int:
-    """A port nothing listens on now, outside the ephemeral range, not handed out before by
-    this process; whoever binds it next gets it."""
+def span() -> tuple[int, int]:
+    """The ports this process picks from, `low` to `high - 1`: those below the ephemeral range,
+    or under pytest-xdist the worker's share of them (worker gwN of M takes the N-th of M)."""
     top = ephemeral_start()
     if top <= LOWEST + TRIES:
         raise RuntimeError(f"the ephemeral range starts at {top}: no room below it for servers")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if not worker.startswith("gw") or workers < 2:
+        return LOWEST, top
+    share = (top - LOWEST) // workers
+    low = LOWEST + int(worker.removeprefix("gw")) % workers * share
+    return low, low + share
+
+
+def free_port() -> int:
+    """A port nothing listens on now, outside the ephemeral range, not handed out before by
+    this process (nor by another pytest-xdist worker); whoever binds it next gets it."""
+    low, high = span()
     for _ in range(TRIES):
-        port = random.randrange(LOWEST, top)
+        port = random.randrange(low, high)
         if port not in _handed and bindable(port):
             _handed.add(port)
             return port
-    raise RuntimeError(f"no free port in {LOWEST}-{top - 1} after {TRIES} tries")
+    raise RuntimeError(f"no free port in {low}-{high - 1} after {TRIES} tries")
 
 
 def free_ports(count: int) -> list[int]:

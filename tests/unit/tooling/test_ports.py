@@ -32,3 +32,25 @@ def test_no_room_below_the_range_is_a_clear_error(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(ports, "ephemeral_start", lambda: 1024)
     with pytest.raises(RuntimeError, match="ephemeral range starts at 1024"):
         ports.free_port()
+
+
+@pytest.mark.parametrize("worker", range(3))
+def test_each_xdist_worker_picks_from_a_share_of_its_own(
+    monkeypatch: pytest.MonkeyPatch, worker: int
+) -> None:
+    monkeypatch.setattr(ports, "ephemeral_start", lambda: 31000)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+    shares = []
+    for n in range(3):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{n}")
+        shares.append(range(*ports.span()))
+    assert [(s.start, s.stop) for s in shares] == [(10000, 17000), (17000, 24000), (24000, 31000)]
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", f"gw{worker}")
+    assert all(port in shares[worker] for port in ports.free_ports(20))
+
+
+def test_outside_xdist_the_whole_range_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    monkeypatch.setattr(ports, "ephemeral_start", lambda: 31000)
+    assert ports.span() == (ports.LOWEST, 31000)
