@@ -15,6 +15,9 @@ from tests.support.gotools import GoToolError, obtain
 # Modules whose every test is slow: the real server's timeouts, waited out for real; a
 # fresh clone of the repository, collected and run again by a second pytest.
 SLOW_MODULES = {"test_hostile_clients.py", "test_hostile_mix.py", "test_fresh_clone.py"}
+# Modules whose figures a busy machine could spoil (the benches' smoke runs, the hook's memory
+# read from /proc): `make unit` runs them alone, after the parallel run of the others.
+SERIAL_MODULES = {"test_bench_e2e_smoke.py", "test_bench_latency_smoke.py", "test_parse_memory.py"}
 
 
 # The tiers in the order a run takes them: those that build nothing first, so that a broken
@@ -31,10 +34,17 @@ def tier_rank(path: Path) -> int:
     return TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER)
 
 
+# Under pytest-xdist (`--dist loadgroup`, as `make unit` runs), each module goes to one worker
+# whole, so that its module fixtures start once, unless a conftest put its tests in a group.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if item.path.name in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS.parent).as_posix()))
     items.sort(key=lambda item: tier_rank(item.path))  # stable: each module's order is kept
 
 
