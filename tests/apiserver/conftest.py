@@ -77,8 +77,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # Once `real_stack` is up, Metacontroller syncs every MXJob on the server, and it stays up
     # until the session's end or the other setting: the tests on the session's server that do
     # not use it come first (in "apiserver-defaults", which xdist hands out before
-    # "apiserver-shipped", as it hands out groups in this order).
-    items.sort(key=lambda item: "real_stack" in getattr(item, "fixturenames", ()))
+    # "apiserver-shipped", as it hands out groups in this order). Those two groups, the
+    # longest, come before the modules with servers of their own, so that they start first.
+    items.sort(
+        key=lambda item: (
+            shared_server_group(item) is None,
+            "real_stack" in getattr(item, "fixturenames", ()),
+        )
+    )
 
 
 @pytest.fixture(scope="session")
