@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _pytest.nodeid import coerce_node_id
 
 from app.service.jsonlog import JsonFormatter
 from tests.support.gotools import GoToolError, obtain
@@ -37,7 +38,7 @@ def tier_rank(path: Path) -> int:
 # Under pytest-xdist (`--dist loadgroup`, as `make unit` runs), each module goes to one worker
 # whole, so that its module fixtures start once, unless a conftest put its tests in a group.
 @pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
@@ -45,7 +46,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.serial)
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS.parent).as_posix()))
+    if getattr(config.option, "loadgroup", False):  # in a worker of `--dist loadgroup`
+        for item in items:
+            in_group(item)
     items.sort(key=lambda item: tier_rank(item.path))  # stable: each module's order is kept
+
+
+def in_group(item: pytest.Item) -> None:
+    """`<node id>@<group>`, the node id by which pytest-xdist 3.8 hands a test out with its
+    group: it sets it through `_nodeid`, which pytest 9 no longer reads (its node id is `_id`)."""
+    (mark,) = item.iter_markers("xdist_group")
+    if not item.nodeid.endswith(f"@{mark.args[0]}"):
+        item._id = coerce_node_id(f"{item.nodeid}@{mark.args[0]}")
 
 
 @pytest.fixture(scope="session")
