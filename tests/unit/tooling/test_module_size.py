@@ -29,7 +29,6 @@ NOT_YET_SPLIT = frozenset(
         "tests/apiserver/test_migration_v1_8.py",
         "tests/apiserver/test_migration_v1_8.py:test_the_guide_on_training_operator_v1_8_1",
         "tests/apiserver/test_real_configmap.py:test_a_job_of_release_0_1_0_keeps_its_pods_and_its_keys",
-        "tests/apiserver/test_worst_case.py:test_largest_admitted_job_syncs_within_the_body_limit",
         "tests/e2e/test_mxnet_e2e.py",
     }
 )
