@@ -59,9 +59,15 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
-# The thirty slowest tests listed at the end: where the suite's time goes.
+# Most tests wait (on timers, on servers), so they run in WORKERS pytest-xdist processes, each
+# module on one worker whole and each worker with its API server (tests/conftest.py,
+# tests/apiserver/conftest.py); then the timing-sensitive ones (marked serial) alone, even if the
+# first run failed. The thirty slowest tests listed at the end of each: where the suite's time
+# goes (docs/development.md).
+WORKERS ?= 3
 unit: $(VENV)/.dev
-	$(BIN)/pytest --durations=30
+	status=0; $(BIN)/pytest -n $(WORKERS) --dist loadgroup -m "not serial" --durations=30 \
+	    || status=$$?; $(BIN)/pytest -m serial --durations=30 && exit $$status
 
 # Every check. The Go builds the tests use start at once in the background, at the lowest CPU
 # priority (scripts/prefetch.sh), so that on a fresh machine they overlap the checks that need

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _pytest.nodeid import coerce_node_id
 
 from app.service.jsonlog import JsonFormatter
 from tests.support.gotools import GoToolError, obtain
@@ -15,6 +16,9 @@ from tests.support.gotools import GoToolError, obtain
 # Modules whose every test is slow: the real server's timeouts, waited out for real; a
 # fresh clone of the repository, collected and run again by a second pytest.
 SLOW_MODULES = {"test_hostile_clients.py", "test_hostile_mix.py", "test_fresh_clone.py"}
+# Modules whose figures a busy machine could spoil (the benches' smoke runs, the hook's memory
+# read from /proc): `make unit` runs them alone, after the parallel run of the others.
+SERIAL_MODULES = {"test_bench_e2e_smoke.py", "test_bench_latency_smoke.py", "test_parse_memory.py"}
 
 
 # The tiers in the order a run takes them: those that build nothing first, so that a broken
@@ -31,11 +35,29 @@ def tier_rank(path: Path) -> int:
     return TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# Under pytest-xdist (`--dist loadgroup`, as `make unit` runs), each module goes to one worker
+# whole, so that its module fixtures start once, unless a conftest put its tests in a group.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if item.path.name in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(TESTS.parent).as_posix()))
+    if getattr(config.option, "loadgroup", False):  # in a worker of `--dist loadgroup`
+        for item in items:
+            in_group(item)
     items.sort(key=lambda item: tier_rank(item.path))  # stable: each module's order is kept
+
+
+def in_group(item: pytest.Item) -> None:
+    """`<node id>@<group>`, the node id by which pytest-xdist 3.8 hands a test out with its
+    group: it sets it through `_nodeid`, which pytest 9 no longer reads (its node id is `_id`)."""
+    (mark,) = item.iter_markers("xdist_group")
+    if not item.nodeid.endswith(f"@{mark.args[0]}"):
+        item._id = coerce_node_id(f"{item.nodeid}@{mark.args[0]}")
 
 
 @pytest.fixture(scope="session")

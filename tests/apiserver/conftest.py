@@ -20,7 +20,8 @@ Public API for tests in this directory:
 - `start_kueue` (session): `start_kueue(name, pods_ready=None, objects=())`, the Kueue tier's
   stack without Metacontroller (`tests/support/kueue_stack.py`) in a fresh folder, for a
   module's own `stack` fixture.
-Every test collected here is marked `apiserver`.
+Every test collected here is marked `apiserver`; those on the session's `apiserver` are put in
+two pytest-xdist groups (`shared_server_group`), the others go by module (tests/conftest.py).
 """
 
 import uuid
@@ -53,13 +54,37 @@ HERE = Path(__file__).parent
 METACONTROLLERS = ("defaults", "shipped")
 
 
+def shared_server_group(item: pytest.Item) -> str | None:
+    """The pytest-xdist group of a test on the session's `apiserver` (None: a server of its
+    module's own). Those under `real_stack[shipped]` form one group, all the others one more:
+    each group runs on one worker, in this order, on that worker's own session server."""
+    names = getattr(item, "fixturenames", ())
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("apiserver")
+    if "apiserver" not in names or not defs or defs[-1].scope != "session":
+        return None
+    callspec = getattr(item, "callspec", None)
+    shipped = callspec is not None and callspec.params.get("real_stack") == "shipped"
+    return "apiserver-shipped" if shipped else "apiserver-defaults"
+
+
+@pytest.hookimpl(tryfirst=True)  # before the tiers' file groups (tests/conftest.py) and xdist
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.apiserver)
-    # Once `real_stack` is up, Metacontroller syncs every MXJob on the server: tests that write
-    # a job's children or status themselves (test_golden_children.py) must come before it.
-    items.sort(key=lambda item: "real_stack" in getattr(item, "fixturenames", ()))
+            if group := shared_server_group(item):
+                item.add_marker(pytest.mark.xdist_group(group))
+    # Once `real_stack` is up, Metacontroller syncs every MXJob on the server, and it stays up
+    # until the session's end or the other setting: the tests on the session's server that do
+    # not use it come first (in "apiserver-defaults", which xdist hands out before
+    # "apiserver-shipped", as it hands out groups in this order). Those two groups, the
+    # longest, come before the modules with servers of their own, so that they start first.
+    items.sort(
+        key=lambda item: (
+            shared_server_group(item) is None,
+            "real_stack" in getattr(item, "fixturenames", ()),
+        )
+    )
 
 
 @pytest.fixture(scope="session")

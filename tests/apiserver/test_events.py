@@ -44,9 +44,11 @@ from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.kustomize import shipped_access
 
-EVENT_TTL = 40  # seconds, the API server's --event-ttl here (1 h by default)
-RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
-AT_REST = 12  # seconds watched for writes at rest: three resyncs or more
+# Seconds, the API server's --event-ttl here (1 h by default): longer than the job's story up to
+# the end of its first stretch at rest (about 20 s on a busy machine), which no expiry may cut.
+EVENT_TTL = 30
+RESYNC = 2  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
+AT_REST = 8  # seconds watched for writes at rest: three resyncs or more
 # Under the shipped flags, the informers' replay (`--cache-flush-interval`, 0 as shipped) is put
 # back, without which Metacontroller ignores RESYNC: the syncs at rest that must write nothing
 # come from it.
@@ -209,53 +211,60 @@ def uids(job: Job) -> dict[str, str]:
     return {n: e["metadata"]["uid"] for n, e in job.events().items()}
 
 
+def tell_the_story(stack: Stack, hook: Hook, rest: Rest) -> Job:
+    """A job through Created, Running (then a stretch at rest: nothing written) and Succeeded,
+    each told by an Event that `kubectl describe` lists."""
+    job = submit(stack)
+    # Exactly one: a sync that saw the status from before its last write may stamp the
+    # transition again, and that second Event is deleted a sync later.
+    assert wait_for(lambda: job.reasons() == ["MXJobCreated"], "the Created Event", 30)
+    kubelet = Kubelet(rest, job.namespace)
+    # The Created Event is a child like the pod, and Metacontroller may write it first.
+    worker = f"{job.name}-worker-0"
+    wait_for(lambda: worker in kubelet.phases(), "the Worker's pod", 30)
+    kubelet.run(worker)
+    story = ["MXJobCreated", "MXJobRunning"]
+    assert wait_for(lambda: job.reasons() == story, "the Running Event", 30)
+    settle(job)
+    assert described(job) == [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"]]
+
+    # At rest: the hook keeps answering with the same Events; nothing is written.
+    assert at_rest(stack, job, hook, AT_REST) == {}
+
+    # Success: Running is no longer True, but its Event stays in the story.
+    kubelet.exit(f"{job.name}-worker-0", 0)
+    story = ["MXJobCreated", "MXJobRunning", "MXJobSucceeded"]
+    assert wait_for(lambda: job.reasons() == story, "the Succeeded Event", 30)
+    settle(job)
+    told = [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"], ["Normal", "MXJobSucceeded"]]
+    assert described(job) == told
+    return job
+
+
+def expire(job: Job) -> None:
+    """The API server expires every Event after the TTL. Metacontroller recreates those of the
+    conditions that are still True; the Running one is history and stays gone."""
+    first = uids(job)
+    current = {n for n, e in job.events().items() if e["reason"] != "MXJobRunning"}
+
+    def expired_and_recreated() -> bool:
+        now = uids(job)
+        return set(now) == current and all(now[n] != first[n] for n in current)
+
+    started = time.monotonic()
+    wait_for(expired_and_recreated, "the current Events recreated", EVENT_TTL + 30)
+    print(
+        f"\nafter the {EVENT_TTL} s TTL ({time.monotonic() - started:.0f} s): recreated "
+        f"{sorted(current)}, gone {sorted(set(first) - current)}"
+    )
+
+
 def test_events_tell_the_story_without_writes_at_rest_and_age_out_before_the_ttl(
     stack: Stack,
 ) -> None:
     with hook_at(stack, None) as hook, Rest(stack.server) as rest:
-        job = submit(stack)
-        # Exactly one: a sync that saw the status from before its last write may stamp the
-        # transition again, and that second Event is deleted a sync later.
-        assert wait_for(lambda: job.reasons() == ["MXJobCreated"], "the Created Event", 30)
-        kubelet = Kubelet(rest, job.namespace)
-        # The Created Event is a child like the pod, and Metacontroller may write it first.
-        worker = f"{job.name}-worker-0"
-        wait_for(lambda: worker in kubelet.phases(), "the Worker's pod", 30)
-        kubelet.run(worker)
-        story = ["MXJobCreated", "MXJobRunning"]
-        assert wait_for(lambda: job.reasons() == story, "the Running Event", 30)
-        settle(job)
-        assert described(job) == [["Normal", "MXJobCreated"], ["Normal", "MXJobRunning"]]
-
-        # At rest: the hook keeps answering with the same Events; nothing is written.
-        assert at_rest(stack, job, hook, AT_REST) == {}
-
-        # Success: Running is no longer True, but its Event stays in the story.
-        kubelet.exit(f"{job.name}-worker-0", 0)
-        story = ["MXJobCreated", "MXJobRunning", "MXJobSucceeded"]
-        assert wait_for(lambda: job.reasons() == story, "the Succeeded Event", 30)
-        settle(job)
-        told = [
-            ["Normal", "MXJobCreated"],
-            ["Normal", "MXJobRunning"],
-            ["Normal", "MXJobSucceeded"],
-        ]
-        assert described(job) == told
-        first = uids(job)
-        current = {n for n, e in job.events().items() if e["reason"] != "MXJobRunning"}
-
-        # The API server expires every Event after the TTL. Metacontroller recreates those of
-        # the conditions that are still True; the Running one is history and stays gone.
-        def expired_and_recreated() -> bool:
-            now = uids(job)
-            return set(now) == current and all(now[n] != first[n] for n in current)
-
-        started = time.monotonic()
-        wait_for(expired_and_recreated, "the current Events recreated", EVENT_TTL + 30)
-        print(
-            f"\nafter the {EVENT_TTL} s TTL ({time.monotonic() - started:.0f} s): recreated "
-            f"{sorted(current)}, gone {sorted(set(first) - current)}"
-        )
+        job = tell_the_story(stack, hook, rest)
+        expire(job)
 
     # The hook's clock past MAX_AGE_SECONDS: the Events are no longer wanted and are deleted.
     later = datetime.now(UTC) + timedelta(seconds=MAX_AGE_SECONDS + 60)

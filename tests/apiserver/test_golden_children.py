@@ -1,16 +1,19 @@
 """The hook's golden answers in a real API server: every child is accepted by server-side apply
 with Metacontroller's ownerReference and `controller-uid` label, every status by the status
-subresource, and `kubectl get mxj` prints the CRD's columns from it."""
+subresource, and `kubectl get mxj` prints the CRD's columns from it. On an API server of this
+module's own: no Metacontroller may sync the jobs whose children and status it writes itself."""
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
-from localcluster.apiserver import ApiServer, KubectlError
+from localcluster.apiserver import ApiServer, Binaries, KubectlError, cluster
 from localcluster.crds import MXJOB, install_crds
+from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.golden_cases import CASES, paths
 from tests.support.resources import CONTROLLER_UID, as_written, kind_key, owner_reference
 
@@ -36,9 +39,17 @@ CHILD_TYPES = (
 # made-up values, which a real Metacontroller would have read from the server.
 
 
-@pytest.fixture(scope="module", autouse=True)
-def crds(apiserver: ApiServer) -> None:
-    install_crds(apiserver)
+@pytest.fixture(scope="module")
+def apiserver(
+    k8s_binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
+    """This module's own server (`namespace` makes each test's namespace on it), with our CRDs."""
+    with (
+        fail_on_cluster_error(),
+        cluster(k8s_binaries, tmp_path_factory.mktemp("golden")) as server,
+    ):
+        install_crds(server)
+        yield server
 
 
 def golden(name: str) -> tuple[dict[str, Any], dict[str, Any]]:

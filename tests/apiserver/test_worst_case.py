@@ -5,7 +5,7 @@ request goes through the real hook (`python -m app serve`, default settings) wit
 limit, answered 200 with every child kept, within Metacontroller's webhook timeout and with
 the hook's peak RSS under PEAK_RSS_MIB, the request's parse cost within the size rule's
 estimate and the hook's parse budget under either apply strategy. The figures printed are in
-docs/reliability.md."""
+docs/reliability.md. On an API server of this module's own (no Metacontroller syncs its jobs)."""
 
 import copy
 import json
@@ -25,10 +25,11 @@ from app.core.observe.applied import LAST_APPLIED
 from app.core.validate import costs, sizerule, validation
 from app.core.validate.costs import MiB
 from app.service.settings import Settings
-from localcluster.apiserver import ApiServer, KubectlError
+from localcluster.apiserver import ApiServer, Binaries, KubectlError, cluster
 from localcluster.crds import install_crds
 from localcluster.realstack import serve_hook
 from tests.support import jobs as s
+from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.hooked import sync
 from tests.support.resources import kind_key
 from tests.support.size_shapes import (
@@ -59,6 +60,16 @@ WORST = [
         if p.id in {"one-letter-name", "three-sidecars"}
     ),
 ]
+
+
+@pytest.fixture(scope="module")
+def apiserver(
+    k8s_binaries: Binaries, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
+    """This module's own server (`namespace` makes each test's namespace on it), with our CRDs."""
+    with fail_on_cluster_error(), cluster(k8s_binaries, tmp_path_factory.mktemp("worst")) as server:
+        install_crds(server)
+        yield server
 
 
 @pytest.fixture
@@ -100,34 +111,11 @@ def _peak_rss_mib(pid: int) -> float:
     raise AssertionError("no VmHWM")
 
 
-@pytest.mark.parametrize(("layout", "name", "make", "most"), WORST)
-def test_largest_admitted_job_syncs_within_the_body_limit(
-    apiserver: ApiServer,
-    namespace: str,
-    hook: tuple[str, int],
-    layout: Layout,
-    name: str,
-    make: MakeSpec,
-    most: int,
-) -> None:
-    install_crds(apiserver)
-    spec = make(most)
-    typed = validation.validated_spec(name, spec, layout)
-    parent = create_parent(apiserver, _job(name, namespace, spec))
-    now = datetime.now(UTC).replace(microsecond=0)
-    request = observed_everything(sample_children(apiserver, parent, now, layout), layout)
-    request["parent"]["status"] = sync(copy.deepcopy(request), now)["status"]
-    assert "MXJobInvalidSpec" not in json.dumps(request["parent"]["status"])
-    body = orjson.dumps(request)
-
-    estimate = sizerule.sync_request_bytes(name, typed, None, layout)
-    assert len(body) <= estimate <= sizerule.MAX_SYNC_BYTES
-    assert len(body) * 4 // 3 <= Settings().max_body_bytes
-    # Its parse cost is at most the size rule's estimate, and the parse budget admits it with
-    # room to spare, as Metacontroller sends it under either apply strategy: with its
-    # last-applied annotations (dynamic-apply), and without them (server-side apply keeps
-    # only managedFields).
-    cost_estimate = sizerule.sync_request_parse_cost(name, typed, None, layout)
+def _within_the_parse_budget(request: dict[str, Any], body: bytes, cost_estimate: int) -> None:
+    """The request's parse cost is at most the size rule's estimate, and the parse budget admits
+    it with room to spare, as Metacontroller sends it under either apply strategy: with its
+    last-applied annotations (dynamic-apply), and without them (server-side apply keeps only
+    managedFields)."""
     assert cost_estimate <= sizerule.MAX_SYNC_PARSE_COST
     ssa = orjson.dumps(_without_last_applied(request))
     peaks = {
@@ -142,6 +130,33 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
         )
         assert cost <= cost_estimate
         assert cost * 21 // 20 <= costs.PARSE_BUDGET
+
+
+@pytest.mark.parametrize(("layout", "name", "make", "most"), WORST)
+def test_largest_admitted_job_syncs_within_the_body_limit(
+    apiserver: ApiServer,
+    namespace: str,
+    hook: tuple[str, int],
+    layout: Layout,
+    name: str,
+    make: MakeSpec,
+    most: int,
+) -> None:
+    spec = make(most)
+    typed = validation.validated_spec(name, spec, layout)
+    parent = create_parent(apiserver, _job(name, namespace, spec))
+    now = datetime.now(UTC).replace(microsecond=0)
+    request = observed_everything(sample_children(apiserver, parent, now, layout), layout)
+    request["parent"]["status"] = sync(copy.deepcopy(request), now)["status"]
+    assert "MXJobInvalidSpec" not in json.dumps(request["parent"]["status"])
+    body = orjson.dumps(request)
+
+    estimate = sizerule.sync_request_bytes(name, typed, None, layout)
+    assert len(body) <= estimate <= sizerule.MAX_SYNC_BYTES
+    assert len(body) * 4 // 3 <= Settings().max_body_bytes
+    _within_the_parse_budget(
+        request, body, sizerule.sync_request_parse_cost(name, typed, None, layout)
+    )
     url, pid = hook
     status, answer, seconds = _post(url, body)
     assert status == 200
@@ -165,7 +180,6 @@ def test_largest_admitted_job_syncs_within_the_body_limit(
 def test_the_api_server_refuses_one_replica_past_the_mx_config_bound(
     apiserver: ApiServer, namespace: str
 ) -> None:
-    install_crds(apiserver)
     beyond = train()(3690)
     with pytest.raises(SpecError, match="the size rule"):
         validation.validated_spec("a", beyond)
