@@ -20,7 +20,7 @@ from app.core.mxnet import kubeenv, mxconfig
 from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import FIXTURES
-from tests.support.scenario import State, apply, apply_job, expected_children, manifest
+from tests.support.scenario import Job, State, apply, apply_job, expected_children, manifest
 
 from .conftest import RealStack
 
@@ -58,18 +58,7 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
     assert theirs["data"] == THEIRS
     assert "ownerReferences" not in theirs["metadata"]
     assert not [key for key in job.children() if key.startswith("ConfigMap/")]
-    if real_stack.shipped:
-        refusal = f"refused: ConfigMap {name} existed before MXJob {job.name} and is not its child"
-        wait_for(
-            lambda: job.warning_messages("SyncError"),
-            "the adoption guard's refusal reported on the MXJob",
-            until=lambda messages: any(refusal in m for m in messages),
-        )
-        assert rest.get(f"{configmaps}/{name}")["metadata"] == theirs["metadata"], "not written"
-    else:
-        assert job.warnings("SyncError") == 0
-        log = real_stack.metacontroller.log.read_text(errors="replace").splitlines()
-        assert [x for x in log if "child object already exists" in x and f'"{name}"' in x]
+    _the_clash_is_reported(real_stack, rest, job, theirs)
 
     # What the kubelet decides from: every container of every pod reads a key of that
     # ConfigMap by name, not optionally, and it has no such key: CreateContainerConfigError.
@@ -84,6 +73,34 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
     mine = user_map | {"metadata": {"name": f"{name}-mine"}, "data": THEIRS}
     apply(real_stack.apiserver, namespace, mine)
     rest.delete(f"{configmaps}/{name}")
+    _the_jobs_own_is_written_and_read_by_the_same_pods(job, name, pods)
+    assert rest.get(f"{configmaps}/{name}-mine")["data"] == THEIRS
+
+
+def _the_clash_is_reported(
+    real_stack: RealStack, rest: Rest, job: Job, theirs: dict[str, Any]
+) -> None:
+    """Shipped: the adoption guard's refusal on the MXJob, theirs not written; defaults:
+    Metacontroller's own 'already exists' in its log, no warning on the job."""
+    name = theirs["metadata"]["name"]
+    if real_stack.shipped:
+        refusal = f"refused: ConfigMap {name} existed before MXJob {job.name} and is not its child"
+        wait_for(
+            lambda: job.warning_messages("SyncError"),
+            "the adoption guard's refusal reported on the MXJob",
+            until=lambda messages: any(refusal in m for m in messages),
+        )
+        path = f"/api/v1/namespaces/{theirs['metadata']['namespace']}/configmaps/{name}"
+        assert rest.get(path)["metadata"] == theirs["metadata"], "not written"
+    else:
+        assert job.warnings("SyncError") == 0
+        log = real_stack.metacontroller.log.read_text(errors="replace").splitlines()
+        assert [x for x in log if "child object already exists" in x and f'"{name}"' in x]
+
+
+def _the_jobs_own_is_written_and_read_by_the_same_pods(
+    job: Job, name: str, pods: list[dict[str, Any]]
+) -> None:
     own = wait_for(
         lambda: job.children().get(f"ConfigMap/{name}"),
         "the job's own ConfigMap",
@@ -100,4 +117,3 @@ def test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait(
         for key, container in _containers(pods)
     }
     assert read == RELEASED[EXAMPLE]
-    assert rest.get(f"{configmaps}/{name}-mine")["data"] == THEIRS

@@ -42,7 +42,7 @@ from tests.support import REPO
 from tests.support.cluster_errors import fail_on_cluster_error
 from tests.support.documented import authorization
 from tests.support.kustomize import shipped_access
-from tests.support.scenario import CREATED, State, apply_job, expected_children, manifest, pods
+from tests.support.scenario import CREATED, Job, State, apply_job, expected_children, manifest, pods
 
 TOKEN = "s3cr3t-hook-token-0123456789abcdef"
 RESYNC = 3  # seconds, the CompositeController's resyncPeriodSeconds here (none as shipped)
@@ -190,30 +190,8 @@ def test_metacontroller_sends_the_documented_token_and_a_wrong_one_is_refused(
             assert outcomes(stack.hook).get("unauthorized", 0) == 0, "a touch re-reads nothing"
 
         # 3. Restarted, Metacontroller sends the wrong token: every sync refused, nothing written.
-        before = {**job.versions(), **{k: c["metadata"]["uid"] for k, c in children.items()}}
         second = dict(job_manifest, metadata={**job_manifest["metadata"], "name": "second"})
-        with stack.metacontroller():
-            wait_for(
-                lambda: job.warning_messages("SyncError"),
-                "a SyncError event on the job",
-                until=lambda messages: any("401" in m for m in messages),
-            )
-            late = apply_job(stack.server, rest, namespace, second)
-            wait_for(
-                lambda: late.warning_messages("SyncError"),
-                "a SyncError event on the job applied under the wrong token",
-                until=lambda messages: any("401" in m for m in messages),
-            )
-            counted = outcomes(stack.hook).get("unauthorized", 0)
-            assert counted >= 2, "each refused sync is counted"
-            (message, *_) = [m for m in late.warning_messages("SyncError") if "401" in m]
-            assert "unsupported status code: 401" in message, message
-            assert late.children() == {}, "nothing created under the wrong token"
-            after = job.children()
-            versions = {**job.versions(), **{k: c["metadata"]["uid"] for k, c in after.items()}}
-            assert versions == before, "nothing of the first job written or deleted"
-            assert late.status() == {}, "no status written either"
-        print(f"\nwrong token: {counted:.0f} syncs answered 401; event: {message[:100]}")
+        late = _the_wrong_token_is_refused(stack, rest, namespace, job, children, second)
 
         # 4. The right token back, Metacontroller restarted.
         rotate(stack, TOKEN)
@@ -222,6 +200,43 @@ def test_metacontroller_sends_the_documented_token_and_a_wrong_one_is_refused(
             late.reaches(
                 State(CREATED, pods("Pending", *second_names), second_names), "created once right"
             )
+
+
+def _the_wrong_token_is_refused(
+    stack: Stack,
+    rest: Rest,
+    namespace: str,
+    job: Job,
+    children: dict[str, Any],
+    second: dict[str, Any],
+) -> Job:
+    """Metacontroller restarted with the wrong token: every sync of the running job and of a job
+    applied now is refused with 401, counted, and nothing of either is written (the first job's
+    `children` as the right token left them); the late job returned."""
+    before = {**job.versions(), **{k: c["metadata"]["uid"] for k, c in children.items()}}
+    with stack.metacontroller():
+        wait_for(
+            lambda: job.warning_messages("SyncError"),
+            "a SyncError event on the job",
+            until=lambda messages: any("401" in m for m in messages),
+        )
+        late = apply_job(stack.server, rest, namespace, second)
+        wait_for(
+            lambda: late.warning_messages("SyncError"),
+            "a SyncError event on the job applied under the wrong token",
+            until=lambda messages: any("401" in m for m in messages),
+        )
+        counted = outcomes(stack.hook).get("unauthorized", 0)
+        assert counted >= 2, "each refused sync is counted"
+        (message, *_) = [m for m in late.warning_messages("SyncError") if "401" in m]
+        assert "unsupported status code: 401" in message, message
+        assert late.children() == {}, "nothing created under the wrong token"
+        after = job.children()
+        versions = {**job.versions(), **{k: c["metadata"]["uid"] for k, c in after.items()}}
+        assert versions == before, "nothing of the first job written or deleted"
+        assert late.status() == {}, "no status written either"
+    print(f"\nwrong token: {counted:.0f} syncs answered 401; event: {message[:100]}")
+    return late
 
 
 def test_under_the_shipped_role_alone_metacontroller_is_refused_the_secret(stack: Stack) -> None:

@@ -20,7 +20,7 @@ from localcluster.rest import Rest
 from localcluster.waiting import wait_for
 from tests.support import FIXTURES
 from tests.support.golden_cases import released_0_1_0
-from tests.support.scenario import State, apply_job, expected_children, manifest
+from tests.support.scenario import Job, State, apply_job, expected_children, manifest
 
 from .conftest import RealStack
 
@@ -116,19 +116,7 @@ def test_a_job_of_release_0_1_0_keeps_its_pods_and_its_keys(
     """Created by 0.1.0, synced by this version: no pod replaced for it, the ConfigMap not
     written, and a pod deleted by someone made again as 0.1.0 made it, reading what the pod
     it replaces read."""
-    document = manifest(EXAMPLE)
-    names = expected_children(document)
-    try:
-        with answering_as_release_0_1_0(real_stack.hook.url, namespace) as released:
-            install_controller(real_stack.apiserver, released)
-            job = apply_job(real_stack.apiserver, rest, namespace, document)
-            job.reaches(
-                State({"Created": "MXJobCreated"}, dict.fromkeys(names, "Pending"), tuple(names)),
-                "every pod and Service, from release 0.1.0",
-            )
-            before = job.children()
-    finally:
-        install_controller(real_stack.apiserver, real_stack.hook.url)
+    job, before = _created_by_release_0_1_0(real_stack, rest, namespace)
     key = f"ConfigMap/{mxconfig.config_map_name(job.name)}"
     assert set(before[key]["data"]) == {"cluster", "labels"}
     pods = {k: c for k, c in before.items() if k.startswith("Pod/")}
@@ -140,17 +128,7 @@ def test_a_job_of_release_0_1_0_keeps_its_pods_and_its_keys(
         "delete", "pod", gone.split("/")[1], f"--namespace={namespace}", "--wait=false"
     )
 
-    def replaced() -> dict[str, dict[str, Any]]:
-        now = job.children()
-        new = [k for k, c in now.items() if k.startswith("Pod/") and k not in pods]
-        new += (
-            [gone]
-            if gone in now and now[gone]["metadata"]["uid"] != pods[gone]["metadata"]["uid"]
-            else []
-        )
-        return now if new else {}
-
-    after = wait_for(replaced, "the deleted worker made again by this version")
+    after = _made_again(job, pods, gone)
     kept = {k: c["metadata"]["uid"] for k, c in after.items() if k in pods and k != gone}
     assert kept == {k: c["metadata"]["uid"] for k, c in pods.items() if k != gone}
     assert after[key]["metadata"]["resourceVersion"] == before[key]["metadata"]["resourceVersion"]
@@ -172,3 +150,39 @@ def test_a_job_of_release_0_1_0_keeps_its_pods_and_its_keys(
             [k, v] for k, v in kubeenv.resolve(pod["spec"]["containers"][0], maps).items()
         )
         assert read == RELEASED[EXAMPLE][f"{name.split('/')[1]}/mxnet"]
+
+
+def _created_by_release_0_1_0(
+    real_stack: RealStack, rest: Rest, namespace: str
+) -> tuple[Job, dict[str, dict[str, Any]]]:
+    """The example job as release 0.1.0's hook built it, and its children then; this version's
+    hook answers again afterwards."""
+    document = manifest(EXAMPLE)
+    names = expected_children(document)
+    try:
+        with answering_as_release_0_1_0(real_stack.hook.url, namespace) as released:
+            install_controller(real_stack.apiserver, released)
+            job = apply_job(real_stack.apiserver, rest, namespace, document)
+            job.reaches(
+                State({"Created": "MXJobCreated"}, dict.fromkeys(names, "Pending"), tuple(names)),
+                "every pod and Service, from release 0.1.0",
+            )
+            return job, job.children()
+    finally:
+        install_controller(real_stack.apiserver, real_stack.hook.url)
+
+
+def _made_again(job: Job, pods: dict[str, Any], gone: str) -> dict[str, dict[str, Any]]:
+    """The job's children once the deleted pod `gone` is made again (a new name or uid)."""
+
+    def replaced() -> dict[str, dict[str, Any]]:
+        now = job.children()
+        new = [k for k, c in now.items() if k.startswith("Pod/") and k not in pods]
+        new += (
+            [gone]
+            if gone in now and now[gone]["metadata"]["uid"] != pods[gone]["metadata"]["uid"]
+            else []
+        )
+        return now if new else {}
+
+    return wait_for(replaced, "the deleted worker made again by this version")

@@ -10,15 +10,6 @@ from tests.support import REPO
 TREES = ("app", "scripts", "localcluster", "e2e", "tests")
 MODULE_LINES = 300
 FUNCTION_LINES = 50
-# Outside app/, what was over a limit when the limits came to these trees (issue 40), to be
-# split: the list only shrinks (a module or function on it that is within the limit fails).
-NOT_YET_SPLIT = frozenset(
-    {
-        "tests/apiserver/test_configmap_name_clash.py:test_a_users_configmap_of_that_name_is_left_alone_and_the_pods_wait",
-        "tests/apiserver/test_hook_token.py:test_metacontroller_sends_the_documented_token_and_a_wrong_one_is_refused",
-        "tests/apiserver/test_real_configmap.py:test_a_job_of_release_0_1_0_keeps_its_pods_and_its_keys",
-    }
-)
 
 
 def modules() -> list[Path]:
@@ -46,15 +37,9 @@ def over_the_limits() -> dict[str, int]:
     return over
 
 
-def test_nothing_new_is_over_the_limits() -> None:
+def test_nothing_is_over_the_limits() -> None:
     assert modules(), "no module found"
-    over = over_the_limits()
-    assert {k: n for k, n in over.items() if k not in NOT_YET_SPLIT} == {}
-    assert sorted(NOT_YET_SPLIT - set(over)) == [], "split now: take it off NOT_YET_SPLIT"
-
-
-def test_nothing_in_app_waits_to_be_split() -> None:
-    assert [k for k in NOT_YET_SPLIT if k.startswith("app/")] == []
+    assert over_the_limits() == {}
 
 
 def imports(path: Path, known: set[str]) -> set[str]:
