@@ -18,7 +18,14 @@ from tests.support.gotools import GoToolError, obtain
 SLOW_MODULES = {"test_hostile_clients.py", "test_hostile_mix.py", "test_fresh_clone.py"}
 # Modules whose figures a busy machine could spoil (the benches' smoke runs, the hook's memory
 # read from /proc): `make unit` runs them alone, after the parallel run of the others.
-SERIAL_MODULES = {"test_bench_e2e_smoke.py", "test_bench_latency_smoke.py", "test_parse_memory.py"}
+# Also the modules whose tests share one node id (schemathesis gives each API operation's test
+# the same): pytest-xdist's group scheduling tracks tests by node id and would run one of them.
+SERIAL_MODULES = {
+    "test_bench_e2e_smoke.py",
+    "test_bench_latency_smoke.py",
+    "test_parse_memory.py",
+    "test_fuzz_schemathesis.py",
+}
 
 
 # The tiers in the order a run takes them: those that build nothing first, so that a broken
