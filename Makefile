@@ -101,7 +101,7 @@ demo: $(VENV)/.dev
 .PHONY: coverage
 coverage: $(VENV)/.dev
 	$(BIN)/coverage erase
-	$(BIN)/coverage run -m pytest -q -p no:xdist -p no:cacheprovider -m "not apiserver and not mxnet"
+	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -m "not apiserver and not mxnet"
 	$(BIN)/coverage json -q -o - | $(BIN)/python -m scripts.coverage_totals
 
 # Sustained concurrent syncs on loopback with a restart half-way (docs/reliability.md).
