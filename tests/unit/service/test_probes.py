@@ -2,15 +2,17 @@
 answers and the real uvicorn server they run on (tests/http/test_component_probes.py runs the
 commands as processes and holds thousands of idle connections against them)."""
 
+import logging.config
 import threading
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from app.cli import components
-from app.service import probes
+from app.service import jsonlog, probes
 
 
 def registry() -> CollectorRegistry:
@@ -56,6 +58,11 @@ def test_the_server_answers_on_the_port_it_yields() -> None:
 def test_the_ttl_controller_without_credentials_exits_2(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    # The command configures the process's logging (JSON lines at its level): recorded here,
+    # not applied, so that the other tests in this process keep their loggers.
+    configured: list[dict[str, Any]] = []
+    monkeypatch.setattr(logging.config, "dictConfig", configured.append)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "none"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert components.ttl_controller("127.0.0.1", 0, "ERROR") == 2
+    assert configured == [jsonlog.config("ERROR")]
