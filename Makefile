@@ -84,7 +84,7 @@ test-kueue-0.17: $(VENV)/.dev
 	    tests/apiserver/test_kueue_admission.py tests/apiserver/test_kueue_pods_ready.py
 
 # The tier to run on every change: no API server, no MXNet, nothing marked slow (`make test`
-# runs those too), on two pytest-xdist workers (FAST_WORKERS sets how many): 57-59 s on 2 idle
+# runs those too), on two pytest-xdist workers (FAST_WORKERS sets how many): 57-78 s on 2 idle
 # cores, measured 2026-11-29; docs/development.md says how to measure it again.
 FAST_WORKERS ?= 2
 fast: $(VENV)/.dev
