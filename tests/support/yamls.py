@@ -6,7 +6,8 @@ from typing import Any
 
 import yaml
 
-LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's safe loader where PyYAML has it: the one `render` reads the CRD with.
+from app.cli.schema import LOADER as LOADER
 
 
 def load(text: str) -> Any:
