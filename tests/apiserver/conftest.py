@@ -69,10 +69,11 @@ def shared_server_group(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)  # before the tiers' file groups (tests/conftest.py) and xdist
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    groups = {item: shared_server_group(item) for item in items}
     for item in items:
         if HERE in item.path.parents:
             item.add_marker(pytest.mark.apiserver)
-            if group := shared_server_group(item):
+            if group := groups[item]:
                 item.add_marker(pytest.mark.xdist_group(group))
     # Once `real_stack` is up, Metacontroller syncs every MXJob on the server, and it stays up
     # until the session's end or the other setting: the tests on the session's server that do
@@ -81,7 +82,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # longest, come before the modules with servers of their own, so that they start first.
     items.sort(
         key=lambda item: (
-            shared_server_group(item) is None,
+            groups[item] is None,
             "real_stack" in getattr(item, "fixturenames", ()),
         )
     )
