@@ -1,5 +1,5 @@
 """Fixtures shared by every tier: the Go tools of scripts/go-tools.sh; the `slow` mark; the
-service's JSON log lines."""
+service's JSON log lines; the folder of kept overlay builds."""
 
 import functools
 import io
@@ -11,6 +11,7 @@ import pytest
 from _pytest.nodeid import coerce_node_id
 
 from app.service.jsonlog import JsonFormatter
+from tests.support import kustomize_cache
 from tests.support.gotools import GoToolError, obtain
 
 # Modules whose every test is slow: the real server's timeouts, waited out for real; a
@@ -40,6 +41,12 @@ def tier_rank(path: Path) -> int:
     """Where the tier of the test file at `path` comes in TIER_ORDER."""
     tier = path.relative_to(TESTS).parts[0] if path.is_relative_to(TESTS) else ""
     return TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Overlay builds are kept in pytest's cache, shared by its workers (`--cache-clear` empties it).
+    cache = getattr(config, "cache", None)
+    kustomize_cache.folder = cache.mkdir("kustomize") if cache is not None else None
 
 
 # Under pytest-xdist (`--dist loadgroup`, as `make unit` runs), each module goes to one worker

@@ -6,11 +6,10 @@ import json
 import re
 from typing import Any
 
-import kubernetes_validate
 import pytest
 
 from app import __version__
-from tests.support import REPO, yamls
+from tests.support import REPO, kube_schemas, yamls
 from tests.support.overlays import HOOK_LABELS, IMAGE, LAYOUT, build, the
 
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -52,20 +51,18 @@ def test_the_adoption_guard_needs_kubernetes_1_30() -> None:
     (policy,) = (
         d for d in build("with-metacontroller") if d["kind"] == "ValidatingAdmissionPolicy"
     )
-    with pytest.raises(kubernetes_validate.SchemaNotFoundError):
-        kubernetes_validate.validate(policy, "1.29.0", strict=True)
+    with pytest.raises(kube_schemas.SchemaNotFoundError):
+        kube_schemas.validate(policy, "1.29.0")
 
 
 @pytest.mark.parametrize(("overlay", "index", "version"), built_in_objects())
 def test_built_in_object_is_valid_kubernetes(overlay: str, index: int, version: str) -> None:
-    kubernetes_validate.validate(build(overlay)[index], version, strict=True)
+    kube_schemas.validate(build(overlay)[index], version)
 
 
 def test_crd_needs_kubernetes_1_28() -> None:
-    with pytest.raises(kubernetes_validate.ValidationError, match="fieldPath"):
-        kubernetes_validate.validate(
-            the("standalone", "CustomResourceDefinition"), "1.27.0", strict=True
-        )
+    with pytest.raises(kube_schemas.ValidationError, match="fieldPath"):
+        kube_schemas.validate(the("standalone", "CustomResourceDefinition"), "1.27.0")
 
 
 @pytest.mark.parametrize(
@@ -91,8 +88,8 @@ def test_crd_needs_kubernetes_1_28() -> None:
     ],
 )
 def test_kubernetes_validation_is_strict(doc: dict[str, Any]) -> None:
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(doc, KUBERNETES, strict=True)
+    with pytest.raises(kube_schemas.ValidationError):
+        kube_schemas.validate(doc, KUBERNETES)
 
 
 @pytest.mark.parametrize(("overlay", "layout"), LAYOUT.items())
@@ -199,7 +196,7 @@ def golden_children() -> list[Any]:
 
 @pytest.mark.parametrize("child", golden_children())
 def test_golden_pods_and_services_are_valid_kubernetes(child: dict[str, Any]) -> None:
-    kubernetes_validate.validate(child, KUBERNETES, strict=True)
+    kube_schemas.validate(child, KUBERNETES)
 
 
 def test_kubeflow_hook_pods_run_without_an_istio_sidecar() -> None:

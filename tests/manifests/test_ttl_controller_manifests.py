@@ -4,10 +4,10 @@ hardened as the hook's pods are, allowed to read and delete MXJobs and nothing e
 
 from typing import Any
 
-import kubernetes_validate
 import pytest
 
 from app import __version__
+from tests.support import kube_schemas
 from tests.support.kustomize import overlay_objects
 from tests.support.overlays import IMAGE, LAYOUT
 
@@ -41,7 +41,7 @@ def pod(deployment: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("version", [OLDEST, KUBERNETES])
 def test_every_object_is_valid_kubernetes(objects: dict[str, Any], version: str) -> None:
     for kind in KINDS:
-        kubernetes_validate.validate(objects[kind], version, strict=True)
+        kube_schemas.validate(objects[kind], version)
 
 
 def test_it_runs_in_the_hooks_namespace_on_the_hooks_image(objects: dict[str, Any]) -> None:

@@ -9,11 +9,12 @@ checked against.
 `kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh
 picks for the API-server tier (the machine's of the pinned minor, or one it builds and caches).
 An overlay with components is built and parsed once per session (`overlay_objects`); each caller
-gets its own copy.
+gets its own copy. Its build is also kept between sessions and workers (`kustomize_cache`).
 """
 
 import copy
 import functools
+import json
 import os
 import subprocess
 import sys
@@ -25,7 +26,7 @@ import yaml
 
 from localcluster.apiserver import ApiServer, ClusterError, obtain_kubectl
 from localcluster.realstack import grant_metacontroller, metacontroller_source
-from tests.support import REPO
+from tests.support import REPO, kustomize_cache
 from tests.support.yamls import load_all
 
 OVERLAYS = REPO / "manifests" / "overlays"
@@ -83,7 +84,18 @@ def with_components(folder: Path, overlay: str | Path, *components: str) -> Path
 @functools.cache
 def build_overlay(overlay: str, *components: str) -> str:
     """The overlay's `kubectl kustomize` output (YAML text), with `components` (names in
-    manifests/components) added as a user's overlay adds them; built once per session."""
+    manifests/components) added as a user's overlay adds them; built once per session, and
+    once for all sessions while nothing it reads changes (`kustomize_cache`)."""
+    key = json.dumps([_inputs_digest(), overlay, components])
+    return kustomize_cache.cached(key, lambda: _build_overlay(overlay, *components))
+
+
+@functools.cache
+def _inputs_digest() -> str:
+    return kustomize_cache.inputs_digest(kustomize_cache.ROOTS, kubectl())
+
+
+def _build_overlay(overlay: str, *components: str) -> str:
     if not components:
         return built(OVERLAYS / overlay)
     with tempfile.TemporaryDirectory() as tmp:
