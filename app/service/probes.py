@@ -142,5 +142,5 @@ def serving(host: str, port: int, registry: CollectorRegistry, ready: Ready) -> 
     try:
         yield probes.port()
     finally:
-        probes.should_exit = True
+        probes.stop()
         thread.join()

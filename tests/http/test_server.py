@@ -2,8 +2,10 @@
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 
 import httpx
@@ -135,19 +137,46 @@ def test_the_idle_server_wakes_once_a_second_until_told_to_stop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """uvicorn wakes ten times a second to see a signal and renew its Date header; the hook's
-    server once a second (docs/performance.md, "At rest"), and stops at the tick after a
-    signal, as uvicorn's."""
+    server once a second (docs/performance.md, "At rest")."""
     quiet = QuietServer(uvicorn.Config(web.create_app(Settings())))
-    slept: list[float] = []
+    waits: list[float] = []
+    real_timeout = asyncio.timeout
 
-    async def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        quiet.should_exit = len(slept) == 3
+    def timeout(delay: float) -> asyncio.Timeout:
+        waits.append(delay)
+        quiet.should_exit = len(waits) == 3
+        return real_timeout(0)
 
-    monkeypatch.setattr("app.service.server.asyncio.sleep", sleep)
+    monkeypatch.setattr("app.service.server.asyncio.timeout", timeout)
     asyncio.run(quiet.main_loop())
-    assert slept == [TICK_SECONDS] * 3
+    assert waits == [TICK_SECONDS] * 3
     assert TICK_SECONDS == 1.0
+
+
+@pytest.mark.parametrize("how", ["signal", "stop"])
+def test_a_signal_or_stop_ends_the_idle_server_at_once(
+    monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """Not at its next tick (an hour away here): a hook told to stop by Kubernetes, or the
+    probe server when its component ends, stops now."""
+    monkeypatch.setattr("app.service.server.TICK_SECONDS", 3600.0)
+    quiet = QuietServer(uvicorn.Config(web.create_app(Settings())))
+    ticked = threading.Event()
+
+    async def on_tick(counter: int) -> bool:
+        ticked.set()
+        return await QuietServer.on_tick(quiet, counter)
+
+    monkeypatch.setattr(quiet, "on_tick", on_tick)
+    thread = threading.Thread(target=asyncio.run, args=(quiet.main_loop(),), daemon=True)
+    thread.start()
+    assert ticked.wait(10)
+    if how == "signal":
+        quiet.handle_exit(signal.SIGTERM, None)
+    else:
+        quiet.stop()
+    thread.join(10)
+    assert not thread.is_alive()
 
 
 def test_uvicorn_lines_are_json_without_terminal_colours() -> None:

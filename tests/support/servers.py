@@ -151,12 +151,13 @@ def start(
     )
     url = f"{scheme}://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1, verify=verify).status_code == 200:
-                return Server(proc, url, log)
-        except httpx.TransportError:
-            time.sleep(0.1)
+    with httpx.Client(timeout=1, verify=verify) as client:  # one TLS context for every try
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if client.get(f"{url}/healthz").status_code == 200:
+                    return Server(proc, url, log)
+            except httpx.TransportError:
+                time.sleep(0.05)
     proc.kill()
     proc.wait(timeout=10)
     raise RuntimeError(f"the hook did not start: {Path(log.name).read_text()[-2000:]}")
