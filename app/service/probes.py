@@ -12,7 +12,7 @@ import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from uvicorn.config import STARTUP_FAILURE
 
-from app.service import server
+from app.service import quiet, server
 
 # Connections waiting for a whole request head (idle, slow or silent); one more closes the one
 # that has waited longest, so that they can neither fill the memory nor lock the kubelet out.
@@ -87,7 +87,7 @@ def app(registry: CollectorRegistry, ready: Ready) -> Callable[..., Any]:
     return asgi
 
 
-class ProbeServer(server.QuietServer):
+class ProbeServer(quiet.QuietServer):
     """uvicorn's server, saying when it is up (or has given up) to the thread that started it."""
 
     def __init__(self, config: uvicorn.Config) -> None:

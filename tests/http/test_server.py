@@ -14,7 +14,8 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.service import web
-from app.service.server import GC_THRESHOLD, TICK_SECONDS, QuietServer
+from app.service.quiet import TICK_SECONDS, QuietServer
+from app.service.server import GC_THRESHOLD
 from app.service.settings import Settings
 from tests.support.golden_cases import CASES, paths, times
 from tests.support.servers import serving
@@ -113,13 +114,13 @@ def test_healthz_and_metrics_count_syncs_by_outcome(server: str) -> None:
 
 SETTLED = """
 import gc, sys
-from app.service import server, settings
+from app.service import quiet, server, settings
 
 def run(self, sockets=None):
     print(repr(("app.service.web" in sys.modules, gc.get_freeze_count() > 0, gc.get_threshold())))
     self.started = True
 
-server.QuietServer.run = run
+quiet.QuietServer.run = run
 server.run(settings.from_env(), "127.0.0.1", 0)
 """
 
@@ -147,7 +148,7 @@ def test_the_idle_server_wakes_once_a_second_until_told_to_stop(
         quiet.should_exit = len(waits) == 3
         return real_timeout(0)
 
-    monkeypatch.setattr("app.service.server.asyncio.timeout", timeout)
+    monkeypatch.setattr("app.service.quiet.asyncio.timeout", timeout)
     asyncio.run(quiet.main_loop())
     assert waits == [TICK_SECONDS] * 3
     assert TICK_SECONDS == 1.0
@@ -159,7 +160,7 @@ def test_a_signal_or_stop_ends_the_idle_server_at_once(
 ) -> None:
     """Not at its next tick (an hour away here): a hook told to stop by Kubernetes, or the
     probe server when its component ends, stops now."""
-    monkeypatch.setattr("app.service.server.TICK_SECONDS", 3600.0)
+    monkeypatch.setattr("app.service.quiet.TICK_SECONDS", 3600.0)
     quiet = QuietServer(uvicorn.Config(web.create_app(Settings())))
     ticked = threading.Event()
 

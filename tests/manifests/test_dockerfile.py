@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from app.cli import main as cli
 from app.cli.schema import CRD_FILE
-from app.service import server
+from app.service import quiet
 from tests.support import REPO, dockerignore
 
 DOCKERFILE = REPO / "Dockerfile"
@@ -130,11 +130,11 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
 ) -> None:
     configs: list[Any] = []
 
-    def run(self: server.QuietServer, sockets: Any = None) -> None:
+    def run(self: quiet.QuietServer, sockets: Any = None) -> None:
         configs.append(self.config)
         self.started = True
 
-    monkeypatch.setattr(server.QuietServer, "run", run)
+    monkeypatch.setattr(quiet.QuietServer, "run", run)
     for command in (
         make_run(host="0.0.0.0", port="8080"),
         arguments("ENTRYPOINT") + arguments("CMD"),
