@@ -84,8 +84,9 @@ test-kueue-0.17: $(VENV)/.dev
 	    tests/apiserver/test_kueue_admission.py tests/apiserver/test_kueue_pods_ready.py
 
 # The tier to run on every change: no API server, no MXNet, nothing marked slow (`make test`
-# runs those too), on two pytest-xdist workers (FAST_WORKERS sets how many): 57-78 s on 2 idle
-# cores, measured 2026-11-29; docs/development.md says how to measure it again.
+# runs those too), on two pytest-xdist workers (FAST_WORKERS sets how many): 40-46 s on 2 idle
+# cores, 55 s when a change under manifests/ makes every overlay build again, 52-61 s for a
+# fresh clone's first run, measured 2026-11-29; docs/development.md says how to measure it.
 FAST_WORKERS ?= 2
 fast: $(VENV)/.dev
 	$(BIN)/pytest -q -n $(FAST_WORKERS) -m "not apiserver and not mxnet and not slow"
