@@ -14,7 +14,7 @@ TICK_SECONDS = 1.0
 class QuietServer(uvicorn.Server):
     """uvicorn's server, waking once a second instead of ten times: its answers' Date header
     is renewed once a second either way, and an idle hook costs next to no CPU. A signal (or
-    `stop()`) wakes it at once: uvicorn's waits for its next tick, a second here."""
+    `stop()`) wakes it at once, so that it does not stop up to a second late."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
