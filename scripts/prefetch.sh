@@ -62,6 +62,18 @@ builds() {
     log "all builds done after $SECONDS s"
 }
 
+# Stop the process group `$1` (the builds' session) and return once none of it is left: SIGTERM,
+# up to 10 s for a compiler or a download to exit, then SIGKILL. `wait` would see only its leader.
+stop_group() {
+    local group=$1 tries
+    kill -- -"$group" 2>/dev/null || return 0
+    for ((tries = 0; tries < 100; tries++)); do
+        kill -0 -- -"$group" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    kill -KILL -- -"$group" 2>/dev/null || true
+}
+
 # CMD in the foreground, the builds in a session of their own in the background.
 around() {
     local logfile=$CACHE_ROOT/prefetch.log pid rc=0
@@ -75,7 +87,7 @@ around() {
     "$@" || rc=$?
     if kill -0 "$pid" 2>/dev/null; then
         log "stopping the builds still running (the command has ended)"
-        kill -- -"$pid" 2>/dev/null || true
+        stop_group "$pid"
     fi
     wait "$pid" 2>/dev/null || true
     grep '^prefetch: ' "$logfile" >&2 || true
