@@ -17,7 +17,10 @@ import datetime
 import fcntl
 import json
 import shutil
+import ssl
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -37,6 +40,7 @@ SCRIPT = REPO / "scripts" / "training-operator-binary.sh"
 NAMESPACE = "kubeflow"
 DEPLOYMENT = "training-operator"
 WEBHOOKS = "validator.training-operator.kubeflow.org"
+WEBHOOK_KIND = "validatingwebhookconfiguration"
 MXJOB_WEBHOOK = "validator.mxjob.training-operator.kubeflow.org"
 SECRET = "training-operator-webhook-cert"
 CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")  # pkg/cert/cert.go, certDir
@@ -156,10 +160,29 @@ def run(
     ]  # fmt: skip
     # The Deployment's environment: its namespace (where the certificate Secret is).
     env = ["env", f"KUBECONFIG={server.kubeconfig}", f"MY_POD_NAMESPACE={NAMESPACE}"]
+    urls = [w["clientConfig"]["url"] for w in server.get(WEBHOOK_KIND, WEBHOOKS)["webhooks"]]
     with running([*env, *command], log) as process:
         ready = f"http://127.0.0.1:{health}/readyz"
         wait_until(lambda: http_ok(ready), process, log, "training-operator")
+        # Ready before its webhooks are registered: their paths are 404s for a moment, and the
+        # API server refuses MXJob writes meanwhile ("could not find the requested resource").
+        wait_until(lambda: all(map(webhook_served, urls)), process, log, "its webhooks")
         yield Process(log, process, tuple(args), f"http://127.0.0.1:{metrics}/metrics")
+
+
+def webhook_served(url: str) -> bool:
+    """Whether the webhook server has a handler at `url`: an empty review gets an answer, not
+    a 404. Not verified: a loopback probe of the server this module started."""
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    request = urllib.request.Request(url, b"{}", {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context):
+            return True
+    except urllib.error.HTTPError as error:
+        return error.code != 404
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def writes(audit_log: Path, since: int = 0) -> list[dict[str, Any]]:
