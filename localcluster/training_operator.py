@@ -172,7 +172,7 @@ def run(
 
 def webhook_served(url: str) -> bool:
     """Whether the webhook server has a handler at `url`: an empty review gets an answer, not
-    a 404. Not verified: a loopback probe of the server this module started."""
+    a 404. Its certificate is not checked: a loopback probe of the process `run` started."""
     context = ssl.create_default_context()
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
     request = urllib.request.Request(url, b"{}", {"Content-Type": "application/json"})
