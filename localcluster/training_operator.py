@@ -161,20 +161,22 @@ def run(
     # The Deployment's environment: its namespace (where the certificate Secret is).
     env = ["env", f"KUBECONFIG={server.kubeconfig}", f"MY_POD_NAMESPACE={NAMESPACE}"]
     urls = [w["clientConfig"]["url"] for w in server.get(WEBHOOK_KIND, WEBHOOKS)["webhooks"]]
+    # A loopback probe of the process started here: its certificate is not checked.
+    unchecked = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    unchecked.check_hostname, unchecked.verify_mode = False, ssl.CERT_NONE
     with running([*env, *command], log) as process:
         ready = f"http://127.0.0.1:{health}/readyz"
         wait_until(lambda: http_ok(ready), process, log, "training-operator")
         # Ready before its webhooks are registered: their paths are 404s for a moment, and the
         # API server refuses MXJob writes meanwhile ("could not find the requested resource").
-        wait_until(lambda: all(map(webhook_served, urls)), process, log, "its webhooks")
+        served = lambda: all(webhook_served(url, unchecked) for url in urls)  # noqa: E731
+        wait_until(served, process, log, "its webhooks")
         yield Process(log, process, tuple(args), f"http://127.0.0.1:{metrics}/metrics")
 
 
-def webhook_served(url: str) -> bool:
+def webhook_served(url: str, context: ssl.SSLContext) -> bool:
     """Whether the webhook server has a handler at `url`: an empty review gets an answer, not
-    a 404. Its certificate is not checked: a loopback probe of the process `run` started."""
-    context = ssl.create_default_context()
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    a 404."""
     request = urllib.request.Request(url, b"{}", {"Content-Type": "application/json"})
     try:
         with urllib.request.urlopen(request, timeout=5, context=context):

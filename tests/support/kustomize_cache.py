@@ -18,9 +18,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from tests.support import REPO
+from tests.support import REPO, yamls
 
 # Every folder a kustomization under them refers to is one of them, or in one of them.
 ROOTS = (REPO / "manifests", REPO / "metacontroller")
@@ -63,7 +61,7 @@ def outside_references(roots: tuple[Path, ...]) -> list[str]:
     found = []
     for root in roots:
         for kustomization in sorted(root.rglob("kustomization.yaml")):
-            for reference in _references(yaml.safe_load(kustomization.read_text()) or {}):
+            for reference in _references(yamls.load(kustomization.read_text()) or {}):
                 target = (kustomization.parent / reference).resolve()
                 if not any(target.is_relative_to(r.resolve()) for r in roots):
                     found.append(f"{kustomization.relative_to(root.parent)}: {reference}")
