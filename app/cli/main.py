@@ -1,6 +1,8 @@
 """Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job,
 `python -m app ttl-controller` deletes finished jobs whose TTL has passed,
-`python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md)."""
+`python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md),
+`python -m app takeover` hands training-operator's running MXJobs over to Metacontroller
+(docs/migrating-from-training-operator.md)."""
 
 import argparse
 import sys
@@ -23,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "kueue-status":
             return components.kueue_status(args.host, args.port)
         return components.ttl_controller(args.host, args.port, args.log_level)
+    if args.command == "takeover":
+        from app.cli import takeover
+
+        return takeover.run(args)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     return render.run(args.file, args.namespace, args.expand, child_types)
 
@@ -66,7 +72,35 @@ def _parser() -> argparse.ArgumentParser:
         "write the PodsReady condition and clear evicted reservations on the Kueue "
         "Workloads of MXJobs (in cluster, or with $KUBECONFIG); /metrics and /healthz on --port",
     )
+    takeover_parser(commands)
     return parser
+
+
+def takeover_parser(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+) -> None:
+    summary = (
+        "label the pods, Services and PodGroups training-operator made for each MXJob so "
+        "that Metacontroller adopts them: run after training-operator stopped handling MXJobs, "
+        "before the install (in-cluster credentials, else KUBECONFIG); exit 1 if "
+        "training-operator may still run MXJobs or the API server refuses a call"
+    )
+    command = commands.add_parser("takeover", help=summary, description=summary)
+    command.add_argument("--dry-run", action="store_true", help="list every change, make none")
+    command.add_argument(
+        "-n", "--namespace", default=None, help="only this namespace's MXJobs (default: all)"
+    )
+    command.add_argument(
+        "--operator",
+        default="kubeflow/training-operator",
+        metavar="NAMESPACE/NAME",
+        help="training-operator's Deployment, checked to run no MXJobs (default: %(default)s)",
+    )
+    command.add_argument(
+        "--no-operator-check",
+        action="store_true",
+        help="skip that check (a training-operator installed otherwise, already removed)",
+    )
 
 
 def _serve(host: str, port: int) -> int:

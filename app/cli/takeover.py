@@ -1,0 +1,40 @@
+"""`python -m app takeover`: the command line around app/controllers/takeover."""
+
+import argparse
+import sys
+
+PROG = "python -m app takeover"
+
+
+def run(args: argparse.Namespace) -> int:
+    """The takeover with these arguments: 0 done, 1 refused or failed, 2 no cluster."""
+    from lightkube import Client, ConfigError
+
+    from app.controllers.takeover import main
+    from app.controllers.takeover.cluster import TakeoverError
+
+    namespace, slash, name = args.operator.partition("/")
+    if not (slash and namespace and name):
+        print(f"{PROG}: --operator takes NAMESPACE/NAME, not {args.operator!r}", file=sys.stderr)
+        return 2
+    try:
+        client = Client()
+    except ConfigError as err:
+        print(f"{PROG}: no cluster to talk to: {err}", file=sys.stderr)
+        return 2
+    options = main.Options(
+        args.namespace, args.dry_run, namespace, name, not args.no_operator_check
+    )
+    try:
+        return main.run(client, options, _say, _warn)
+    except TakeoverError as err:
+        print(f"{PROG}: {err}", file=sys.stderr)
+        return 1
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def _warn(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

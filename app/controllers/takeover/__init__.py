@@ -1,0 +1,1 @@
+"""The takeover: the running MXJobs of training-operator v1.8 handed over to Metacontroller."""
