@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     except TakeoverError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 1
+    finally:
+        client.close()
 
 
 def _say(line: str) -> None:

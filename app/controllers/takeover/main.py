@@ -101,7 +101,8 @@ def _report(
     for job in jobs:
         own = [c for c in children if c.job == job.key]
         for child in own:
-            seen = f"{child.verdict}:{child.uid}"
+            # Once an object: a later listing shows the ones this run claimed as the job's.
+            seen = child.uid
             if child.verdict is Verdict.CLAIM:
                 todo.append(child)
                 tally.pending.add(child.uid)
