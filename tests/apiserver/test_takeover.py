@@ -8,7 +8,6 @@ tests/apiserver/test_migration_v1_8.py."""
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +216,7 @@ READ_ONLY = [
 
 
 @pytest.fixture
-def read_only(apiserver: ApiServer, namespace: str, tmp_path: Path) -> Iterator[Path]:
+def read_only(apiserver: ApiServer, namespace: str, tmp_path: Path) -> Path:
     """A kubeconfig of a ServiceAccount that may list the job and its children, not patch."""
     account = "lister"
     apiserver.kubectl("create", "serviceaccount", account, f"-n={namespace}")
@@ -230,7 +229,7 @@ def read_only(apiserver: ApiServer, namespace: str, tmp_path: Path) -> Iterator[
         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
     }  # fmt: skip
     apiserver.apply(role, binding)
-    yield token_kubeconfig(apiserver, namespace, account, tmp_path / "lister.kubeconfig")
+    return token_kubeconfig(apiserver, namespace, account, tmp_path / "lister.kubeconfig")
 
 
 def test_a_refused_permission_is_one_line_naming_it(
