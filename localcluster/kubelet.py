@@ -4,10 +4,10 @@ No node runs on the local cluster, so something plays the kubelet: it reports po
 as started or exited by patching the pods' status through the status subresource, stamped with
 the real clock. `Kubelet` here is the simplest one, for tests: it reports what the test says
 (phase, startTime, one containerStatus per container with `running` or `terminated` and its exit
-code). Nothing else of a kubelet is modelled: no images, no probes, no in-place container
-restarts (restartCount stays 0), and a pod never leaves a phase on its own. `running` and
-`terminated` are the whole status of a pod with one `mxnet` container, for the local kubelet of
-e2e/ (which runs pods as processes) and the end-to-end bench.
+code, and an in-place restart when the test says one happened). Nothing else of a kubelet is
+modelled: no images, no probes, no restart on its own, and a pod never leaves a phase on its
+own. `running` and `terminated` are the whole status of a pod with one `mxnet` container, for
+the local kubelet of e2e/ (which runs pods as processes) and the end-to-end bench.
 """
 
 from dataclasses import dataclass
@@ -99,6 +99,20 @@ class Kubelet:
     def exit(self, name: str, code: int) -> None:
         """Every container of the pod exits with `code`: phase Succeeded on 0, else Failed."""
         self._report(name, {"phase": exit_phase(code)}, terminated_state(code, now_stamp()))
+
+    def restart(self, name: str, count: int) -> None:
+        """The pod's containers were restarted in place (restartPolicy OnFailure or Always):
+        running again after exit code 1, `count` restarts each so far."""
+        path = f"/api/v1/namespaces/{self.namespace}/pods/{name}"
+        pod = self.rest.get(path)
+        started = now_stamp()
+        containers = [
+            container_status(c["name"], c["image"], {"running": {"startedAt": started}}, True)
+            | {"restartCount": count, "lastState": terminated_state(1, started)}
+            for c in pod["spec"]["containers"]
+        ]
+        status = {"phase": "Running", "containerStatuses": containers}
+        self.rest.merge_patch(f"{path}/status", {"status": status})
 
     def phases(self) -> dict[str, str]:
         """Every pod of the namespace and its phase."""

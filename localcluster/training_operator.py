@@ -137,6 +137,19 @@ def deployment_args(server: ApiServer) -> list[str]:
     return list(container.get("args") or [])
 
 
+def rolled_out(server: ApiServer) -> None:
+    """The Deployment's status as the Deployment controller writes it once a rollout is done:
+    no Deployment controller runs here (the process is started by hand), and the takeover
+    waits for the rollout of training-operator's restart."""
+    generation = server.get("deployment", DEPLOYMENT, f"-n={NAMESPACE}")["metadata"]["generation"]
+    status = {"observedGeneration": generation, "replicas": 1, "updatedReplicas": 1,
+              "readyReplicas": 1, "availableReplicas": 1}  # fmt: skip
+    server.kubectl(
+        "patch", "deployment", DEPLOYMENT, f"-n={NAMESPACE}", "--subresource=status",
+        "--type=merge", "-p", json.dumps({"status": status}),
+    )  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Process:
     log: Path

@@ -1,23 +1,29 @@
 """docs/migrating-from-training-operator.md, followed to the letter on a cluster running the
 real training-operator v1.8.1 (localcluster/training_operator.py: its release manifests,
 its binary out of cluster with its Deployment's arguments, its webhook registered), on an API
-server of its own with an audit log and kube-controller-manager's garbage collector, then the
-real hook and Metacontroller with the with-metacontroller overlay's flags and adoption guard.
-What it shows, in order:
+server of its own with an audit log, OwnerReferencesPermissionEnforcement and
+kube-controller-manager's garbage collector, then the real hook and Metacontroller with the
+with-metacontroller overlay's flags and role, the adoption guard and the scheduler-plugins
+component. What it shows, in order:
 1. training-operator runs MXJobs: it makes the pods of the jobs submitted, and the test's
-   kubelet runs them (one finishes, two run);
+   kubelet runs them: a 1/2/2 job running, a job whose Worker it restarted in place, a
+   suspended one, a finished one, one to delete, and, restarted with
+   `--gang-scheduler-name=scheduler-plugins`, a gang job with its PodGroup;
 2. while it is down its webhook entry refuses every create and delete of an MXJob;
-3. the page's steps 1 to 3 for v1.8 (render check, listing and delete, the webhook entry
-   deleted, the Deployment patched with the `--enable-scheme` values, training-operator
-   restarted with them) and step 4 (the overlay, Metacontroller and the hook): our controller
-   makes a new job's pods, the finished job keeps its status, the job left running keeps its
-   pods, released, none deleted or made twice, and training-operator writes nothing to any
-   MXJob, pod or Service from its restart on (the audit log);
+3. the page's steps 1 and 2 for v1.8 (render check, the drain path's listing and delete, the
+   webhook entry deleted, the Deployment patched with the `--enable-scheme` values,
+   training-operator restarted with them), step 3 (the takeover, dry run then run) and step 4
+   (the overlay, Metacontroller and the hook): every job is carried on where training-operator
+   left it, no pod of theirs written at the adoption (the audit log), and each then reaches
+   the state its pods decide, every pod write one that a pod's own state asks for; deleting a
+   taken-over job deletes its pods; training-operator writes nothing to any MXJob, pod or
+   Service from its restart on;
 4. without the webhook step (its entry restored, as a re-apply of its manifests would), MXJob
    writes are refused even while it runs;
 5. without the `--enable-scheme` step (every kind enabled), training-operator and
    Metacontroller both write the pods of a new job."""
 
+import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -27,8 +33,10 @@ from typing import Any
 import pytest
 import yaml
 
+from app.core.mxnet.kubeenv import resolve
 from localcluster import training_operator as to
 from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
+from localcluster.crds import PODGROUP_CRDS
 from localcluster.kubelet import Kubelet
 from localcluster.ports import free_port
 from localcluster.realstack import Metacontroller, run_metacontroller, serve_hook
@@ -37,26 +45,36 @@ from localcluster.stack import install_adoption_guard, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import shell_block
+from tests.support.jobs import one_worker_job
 from tests.support.kustomize import shipped_access
 from tests.support.migration import (
+    IMAGE,
     PAGE,
     conditions,
     exists,
     install_metacontroller_crds,
     listing_and_delete,
+    parameter_server_job,
+    pod_changes,
     pod_names,
     pod_writers,
     point_at_hook,
     shell,
     submit,
-    sync_errors,
     touched,
 )
 from tests.support.resources import CONTROLLER_UID
 
 LEGACY = "legacy"
+GANG = "scheduler-plugins"
+PODGROUPS = "podgroups.scheduling.x-k8s.io"
 MXJOB_WEBHOOK_CALL = f'failed calling webhook "{to.MXJOB_WEBHOOK}"'
 ALL_KINDS = {"tfjob", "pytorchjob", "xgboostjob", "mpijob", "paddlejob", "mxjob"}
+# The jobs training-operator runs before the switch, and those the takeover finds.
+BEFORE = ("done", "running", "restarted", "suspended", "deleted")
+TAKEN = ("done", "gang", "restarted", "running", "suspended")
+DMLC = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER",
+        "DMLC_ROLE", "DMLC_USE_KUBERNETES", "DMLC_WORKER_ID")  # fmt: skip
 Figure = Callable[[str], None]
 
 
@@ -69,6 +87,7 @@ class Stack:
     metacontroller: Path
     workdir: Path
     audit: Path
+    kubelet: Kubelet
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +111,10 @@ def stack(
             Rest(server) as rest,
             to.certificates(),
         ):
-            yield Stack(server, k8s_binaries, rest, release, metacontroller_binary, workdir, audit)
+            kubelet = Kubelet(rest, LEGACY)
+            yield Stack(
+                server, k8s_binaries, rest, release, metacontroller_binary, workdir, audit, kubelet
+            )
     except ClusterError as error:
         failure = str(error)
     finally:
@@ -101,57 +123,91 @@ def stack(
         pytest.fail(failure, pytrace=False)
 
 
-def test_the_guide_on_training_operator_v1_8_1(stack: Stack, figure: Figure) -> None:
+def test_the_live_switch_on_training_operator_v1_8_1(stack: Stack, figure: Figure) -> None:
     server, release, workdir = stack.server, stack.release, stack.workdir
     port = free_port()
     to.install(server, release, port)
+    (podgroup_crd,) = [p for p in PODGROUP_CRDS if p.name.startswith(GANG)]
+    server.apply(yaml.safe_load(podgroup_crd.read_text()))
+    server.wait_established(f"crd/{PODGROUPS}")
     assert to.deployment_args(server) == [], "as released: every kind enabled"
     server.kubectl("create", "namespace", LEGACY)
-    old, old_uids = training_operator_runs_mxjobs(stack, port)
+    training_operator_runs_mxjobs(stack, port)
     down_its_webhook_refuses_mxjob_writes(stack, figure)
-    args = the_pages_steps_1_to_3(stack, port)
+    args = the_pages_steps_1_and_2(stack, port)
+    left = objects(server)
     with ExitStack() as running:
         mark = to.audit_lines(stack.audit)
         restricted = running.enter_context(to.run(release, server, workdir, port, args))
+        to.rolled_out(server)
+        step_3_takes_over(stack, left, figure)
+        adopted = to.audit_lines(stack.audit)
         metacontroller = step_4(stack, running)
+        carried_on(stack, left, figure)
+        assert pod_changes(stack.audit, adopted, LEGACY) == [], "an adopted pod written"
         a_new_job_is_ours(stack)
-        the_job_left_running_is_kept(stack, old, old_uids, figure)
-        assert conditions(server, LEGACY, "done").get("Succeeded") == "True"
-        assert pod_names(server, LEGACY) == {"done-worker-0", "running-worker-0"}
+        each_job_reaches_the_state_its_pods_decide(stack, left)
+        assert sorted(pod_changes(stack.audit, adopted, LEGACY)) == sorted(ASKED_FOR), (
+            "a pod written that no pod's own state asked for"
+        )
         assert touched(to.writes(stack.audit, mark)) == [], "training-operator touched a job"
         without_the_webhook_step(stack, port, figure)
         without_the_scheme_step(stack, port, restricted, figure)
         assert metacontroller.refusals() == [], "a request outside the shipped role"
 
 
-def training_operator_runs_mxjobs(stack: Stack, port: int) -> tuple[dict[str, Any], dict[str, str]]:
-    """1. training-operator v1.8.1 runs MXJobs: it makes their pods. Returns its pods by
-    name, and the uids of its pods and Services by `kind/name`."""
-    server = stack.server
-    kubelet = Kubelet(stack.rest, LEGACY)
+def restarted_job() -> dict[str, Any]:
+    """One Worker restarted in place (OnFailure), failed past two restarts."""
+    job = one_worker_job("restarted", IMAGE)
+    job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "OnFailure"
+    job["spec"]["runPolicy"] = {"backoffLimit": 2}
+    return job
+
+
+def suspended_job() -> dict[str, Any]:
+    job = one_worker_job("suspended", IMAGE)
+    job["spec"]["runPolicy"] = {"suspend": True}
+    return job
+
+
+def training_operator_runs_mxjobs(stack: Stack, port: int) -> None:
+    """1. training-operator v1.8.1 runs MXJobs: it makes their pods, Services and, with gang
+    scheduling, PodGroups."""
+    server, kubelet = stack.server, stack.kubelet
+    jobs = {"running": parameter_server_job("running"), "restarted": restarted_job(),
+            "suspended": suspended_job()}  # fmt: skip
     with to.run(stack.release, server, stack.workdir, port, to.deployment_args(server)):
-        for name in ("done", "running", "deleted"):
-            submitted = submit(server, LEGACY, name)
+        for name in BEFORE:
+            submitted = submit(server, LEGACY, name, jobs.get(name))
             assert submitted.returncode == 0, submitted.stderr
-        wanted = {"done-worker-0", "running-worker-0", "deleted-worker-0"}
+        wanted = {"done-worker-0", "deleted-worker-0", "restarted-worker-0",
+                  "running-scheduler-0", "running-server-0", "running-server-1",
+                  "running-worker-0", "running-worker-1"}  # fmt: skip
         wait_for(lambda: pod_names(server, LEGACY), "training-operator's pods", until=wanted.__le__)
         kubelet.run(*sorted(wanted))
         kubelet.exit("done-worker-0", 0)
-        wait_for(lambda: conditions(server, LEGACY, "done").get("Succeeded"), "done Succeeded")
-        for name in ("running", "deleted"):
+        kubelet.restart("restarted-worker-0", 1)
+        for name, state in (("done", "Succeeded"), ("running", "Running"),
+                            ("restarted", "Running"), ("deleted", "Running"),
+                            ("suspended", "Suspended")):  # fmt: skip
+            wait_for(lambda n=name, s=state: conditions(server, LEGACY, n).get(s),  # type: ignore[misc]
+                     f"{name} {state}", until=lambda found: found == "True")  # fmt: skip
+    gang_args = [*to.deployment_args(server), f"--gang-scheduler-name={GANG}"]
+    with to.run(stack.release, server, stack.workdir, port, gang_args):
+        assert submit(server, LEGACY, "gang").returncode == 0
+        wait_for(lambda: exists(server, f"{PODGROUPS}/gang", LEGACY), "its PodGroup")
+        wait_for(lambda: exists(server, "pod/gang-worker-0", LEGACY), "the gang job's pod")
+        kubelet.run("gang-worker-0")
+        wait_for(lambda: conditions(server, LEGACY, "gang").get("Running"), "gang Running")
 
-            def runs(n: str = name) -> str | None:
-                return conditions(server, LEGACY, n).get("Running")
 
-            wait_for(runs, f"{name} Running")
-    old = {p["metadata"]["name"]: p for p in server.get("pods", f"-n={LEGACY}")["items"]}
-    assert all(p["metadata"]["ownerReferences"][0]["kind"] == "MXJob" for p in old.values())
-    old_uids = {
-        f"{kind}/{o['metadata']['name']}": o["metadata"]["uid"]
-        for kind in ("pod", "service")
+def objects(server: ApiServer) -> dict[str, Any]:
+    """Every MXJob, pod, Service and PodGroup of the legacy namespace, by `kind/name`."""
+    return {
+        f"{kind}/{o['metadata']['name']}": o
+        for kind in ("mxjob", "pod", "service", PODGROUPS)
         for o in server.get(kind, f"-n={LEGACY}")["items"]
     }
-    return old, old_uids
 
 
 def down_its_webhook_refuses_mxjob_writes(stack: Stack, figure: Figure) -> None:
@@ -169,9 +225,10 @@ def down_its_webhook_refuses_mxjob_writes(stack: Stack, figure: Figure) -> None:
     assert listed.stdout.strip() == to.MXJOB_WEBHOOK, listed
 
 
-def the_pages_steps_1_to_3(stack: Stack, port: int) -> list[str]:
-    """Steps 1 and 2 of the page (the render check, the listing and delete), and step 3 for
-    v1.8: the webhook entry, then the arguments. Returns training-operator's arguments."""
+def the_pages_steps_1_and_2(stack: Stack, port: int) -> list[str]:
+    """Step 1 of the page (the render check), the drain path's listing and delete (of one
+    job, `deleted`), and step 2 for v1.8: the webhook entry, then the arguments. Returns
+    training-operator's arguments."""
     server = stack.server
     with to.run(stack.release, server, stack.workdir, port, to.deployment_args(server)):
         checked = shell(stack, shell_block(PAGE, "python -m app render"))
@@ -199,22 +256,168 @@ def the_pages_steps_1_to_3(stack: Stack, port: int) -> list[str]:
     return args
 
 
+def claimable(left: dict[str, Any]) -> set[str]:
+    """`job: kind name` of every child training-operator made: controlled by its MXJob."""
+    uids = {o["metadata"]["uid"]: key.split("/")[1] for key, o in left.items()
+            if key.startswith("mxjob/")}  # fmt: skip
+    found = set()
+    for key, obj in left.items():
+        kind, name = key.split("/")
+        refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")]
+        if kind != "mxjob" and refs and refs[0]["uid"] in uids:
+            shown = "podgroup.scheduling.x-k8s.io" if kind == PODGROUPS else kind
+            found.add(f"{LEGACY}/{uids[refs[0]['uid']]}: {shown} {name}")
+    return found
+
+
+def step_3_takes_over(stack: Stack, left: dict[str, Any], figure: Figure) -> None:
+    """Step 3: the listing, the dry run (nothing changed) and the takeover, which claims
+    every child training-operator made, and only those."""
+    listing, dry, real = [
+        line.split("#")[0].strip() for line in shell_block(PAGE, "takeover --dry-run").splitlines()
+    ]
+    figure(f"kubectl get mxj -A before the switch:\n{shell(stack, listing).stdout}")
+    expected = claimable(left)
+    assert len(expected) >= 13, expected
+    tried = shell(stack, dry)
+    assert tried.returncode == 0, tried.stderr
+    would = {line.replace(" would claim ", " ") for line in tried.stdout.splitlines()
+             if " would claim " in line}  # fmt: skip
+    assert would == expected
+    assert objects(stack.server) == left, "the dry run changed something"
+    done = shell(stack, real)
+    assert done.returncode == 0, done.stderr
+    claimed = {line.replace(" claimed ", " ") for line in done.stdout.splitlines()
+               if ": claimed " in line}  # fmt: skip
+    assert claimed == expected
+    assert done.stdout.splitlines()[-1] == (
+        f"takeover: {len(TAKEN)} MXJobs; {len(expected)} objects claimed, 0 already ours, "
+        "0 left alone"
+    )
+    figure(f"the takeover: {done.stdout.splitlines()[-1]}")
+
+
 def step_4(stack: Stack, running: ExitStack) -> Metacontroller:
     """Step 4: Metacontroller (its CRDs; the process), the overlay, and the hook (the overlay's
-    CompositeController pointed at the hook's loopback address), kept running by `running`."""
+    CompositeController pointed at the hook's loopback address, with the scheduler-plugins
+    component's PodGroups, as a team that ran training-operator's gang scheduling installs it),
+    kept running by `running`."""
     server = stack.server
     install_metacontroller_crds(server)
     installed = shell(stack, shell_block(PAGE, "kubectl apply --server-side").split("#")[0])
     assert installed.returncode == 0, installed.stderr
     hook = running.enter_context(serve_hook(stack.workdir))
-    point_at_hook(server, hook.url)
+    point_at_hook(server, hook.url, GANG)
     install_adoption_guard(server)
     # As the ServiceAccount of the role install.md gives a Metacontroller of one's own.
     return running.enter_context(
         run_metacontroller(
-            stack.metacontroller, server, stack.workdir, shipped_flags(), shipped_access(server)
+            stack.metacontroller, server, stack.workdir, shipped_flags(),
+            shipped_access(server, GANG),
         )
-    )
+    )  # fmt: skip
+
+
+def carried_on(stack: Stack, left: dict[str, Any], figure: Figure) -> None:
+    """Every job synced by the hook (its `restartCount` written) and carried on where
+    training-operator left it: the same children, adopted, the same conditions and
+    `startTime`, the restart made before the switch counted."""
+    server = stack.server
+
+    def synced() -> list[str]:
+        return [n for n in TAKEN
+                if "restartCount" in (server.get("mxjob", n, f"-n={LEGACY}").get("status") or {})]  # fmt: skip
+
+    wait_for(synced, "every job synced by the hook", until=lambda done: len(done) == len(TAKEN))
+    now = objects(server)
+    for key, before in left.items():
+        if key.startswith("mxjob/"):
+            status, was = now[key]["status"], before["status"]
+            assert status["conditions"] == was["conditions"], key
+            assert status.get("startTime") == was.get("startTime"), key
+            continue
+        meta = now[key]["metadata"]
+        assert meta["uid"] == before["metadata"]["uid"], f"{key} made again"
+        job_uid = meta["ownerReferences"][0]["uid"]
+        assert meta["labels"][CONTROLLER_UID] == job_uid, f"{key} not adopted"
+        if not key.startswith(PODGROUPS):
+            assert now[key]["spec"] == before["spec"], f"{key} changed"
+    assert now["mxjob/restarted"]["status"]["restartCount"] == 1
+    states = shell(stack, shell_block(PAGE, "takeover --dry-run").splitlines()[0].split("#")[0])
+    figure(f"kubectl get mxj -A after the switch:\n{states.stdout}")
+
+
+# The pod writes after the adoption, each one a pod's own state asks for: (verb, pod, code).
+# Server-side apply creates with a patch (201).
+ASKED_FOR = [
+    ("patch", "running-worker-1-r1", 201),  # its predecessor killed by SIGKILL (ExitCode)
+    ("delete", "running-worker-1", 200),  # the failed attempt, once its replacement runs
+    *[("delete", f"running-{p}", 200) for p in ("server-0", "server-1", "worker-0", "worker-1-r1")],
+    ("delete", "restarted-worker-0", 200),  # failed past its backoffLimit: cleanPodPolicy
+    ("patch", "suspended-worker-0", 201),  # resumed
+    ("delete", "done-worker-0", 200),  # its job deleted: the garbage collector
+]
+
+
+def each_job_reaches_the_state_its_pods_decide(stack: Stack, left: dict[str, Any]) -> None:
+    running_job_goes_on_after_a_crash(stack, left)
+    restarted_job_fails_past_its_backoff_limit(stack)
+    server, kubelet = stack.server, stack.kubelet
+    patch = {"spec": {"runPolicy": {"suspend": False}}}
+    server.kubectl("patch", "mxjob", "suspended", f"-n={LEGACY}", "--type=merge",
+                   "-p", json.dumps(patch))  # fmt: skip
+    wait_for(lambda: exists(server, "pod/suspended-worker-0", LEGACY), "the resumed job's pod")
+    assert conditions(server, LEGACY, "suspended")["Suspended"] == "False"
+    kubelet.exit("gang-worker-0", 0)
+    wait_for(lambda: conditions(server, LEGACY, "gang").get("Succeeded"), "gang Succeeded")
+    group = server.get(PODGROUPS, "gang", f"-n={LEGACY}")["metadata"]
+    assert group["uid"] == left[f"{PODGROUPS}/gang"]["metadata"]["uid"], "the PodGroup kept"
+    assert conditions(server, LEGACY, "done")["Succeeded"] == "True"
+    server.kubectl("delete", "mxjob", "done", f"-n={LEGACY}")
+    wait_for(lambda: not exists(server, "pod/done-worker-0", LEGACY), "the done job's pod gone")
+    assert not exists(server, "service/done-worker-0", LEGACY)
+
+
+def running_job_goes_on_after_a_crash(stack: Stack, left: dict[str, Any]) -> None:
+    """A Worker killed after the switch is replaced under our next attempt's name, with the
+    variables training-operator gave its predecessor; the Scheduler's exit 0 decides."""
+    server, kubelet = stack.server, stack.kubelet
+    kubelet.exit("running-worker-1", 137)
+    wait_for(lambda: exists(server, "pod/running-worker-1-r1", LEGACY), "the replacement")
+    replacement = server.get("pod", "running-worker-1-r1", f"-n={LEGACY}")
+    config_map = server.get("configmap", "running-mx-config", f"-n={LEGACY}")
+    ours = resolve(replacement["spec"]["containers"][0], {"running-mx-config": config_map})
+    theirs = resolve(left["pod/running-worker-1"]["spec"]["containers"][0], {})
+    assert {k: ours[k] for k in DMLC} == {k: theirs[k] for k in DMLC}
+    assert json.loads(ours["MX_CONFIG"]) == json.loads(theirs["MX_CONFIG"])
+    assert conditions(server, LEGACY, "running")["Restarting"] == "True"
+    kubelet.run("running-worker-1-r1")
+    wait_for(lambda: not exists(server, "pod/running-worker-1", LEGACY), "the failed attempt gone")
+    kubelet.exit("running-scheduler-0", 0)
+    wait_for(lambda: conditions(server, LEGACY, "running").get("Succeeded"), "running Succeeded")
+    # cleanPodPolicy Running: what still ran goes, the Scheduler's pod stays for its logs.
+    wait_for(
+        lambda: {n for n in pod_names(server, LEGACY) if n.startswith("running-")},
+        "running's pods cleaned up", until=lambda found: found == {"running-scheduler-0"},
+    )  # fmt: skip
+
+
+def restarted_job_fails_past_its_backoff_limit(stack: Stack) -> None:
+    """backoffLimit 2 and one restart made under training-operator: the third fails it."""
+    server, kubelet = stack.server, stack.kubelet
+
+    def restarts() -> int:
+        return int(server.get("mxjob", "restarted", f"-n={LEGACY}")["status"]["restartCount"])
+
+    kubelet.restart("restarted-worker-0", 2)
+    wait_for(restarts, "two restarts counted", until=lambda n: n == 2)
+    assert "Failed" not in conditions(server, LEGACY, "restarted")
+    kubelet.restart("restarted-worker-0", 3)
+    wait_for(lambda: conditions(server, LEGACY, "restarted").get("Failed"), "restarted Failed")
+    status = server.get("mxjob", "restarted", f"-n={LEGACY}")["status"]
+    (failed,) = [c for c in status["conditions"] if c["type"] == "Failed"]
+    assert failed["reason"] == "BackoffLimitExceeded", failed
+    wait_for(lambda: not exists(server, "pod/restarted-worker-0", LEGACY), "its pod cleaned up")
 
 
 def a_new_job_is_ours(stack: Stack) -> None:
@@ -227,34 +430,6 @@ def a_new_job_is_ours(stack: Stack) -> None:
         until=lambda pods: len(pods) == 1,
     )  # fmt: skip
     assert CONTROLLER_UID in made[0]["metadata"]["labels"], "made by Metacontroller"
-
-
-def the_job_left_running_is_kept(
-    stack: Stack, old: dict[str, Any], old_uids: dict[str, str], figure: Figure
-) -> None:
-    """The job left running: its pod released, kept, the guard refusing the take-over."""
-    server = stack.server
-    wait_for(
-        lambda: server.get("pod", "running-worker-0", f"-n={LEGACY}")["metadata"].get(
-            "ownerReferences"
-        ),
-        "the running job's pod released", until=lambda refs: not refs,
-    )  # fmt: skip
-    kept = server.get("pod", "running-worker-0", f"-n={LEGACY}")
-    assert kept["metadata"]["uid"] == old["running-worker-0"]["metadata"]["uid"]
-    assert kept["status"]["phase"] == "Running"
-    # Metacontroller's applies of the same names are refused (a pod's spec cannot change;
-    # the adoption guard refuses the rest), reported as SyncError events on the job.
-    errors = wait_for(
-        lambda: sync_errors(server, LEGACY, "running"), "a SyncError on the job left running",
-        until=lambda found: any("running-worker-0" in m for m in found),
-    )  # fmt: skip
-    figure(f"the job left running: {errors[0][:300]}")
-    for kind in ("pod", "service"):
-        meta = server.get(kind, "running-worker-0", f"-n={LEGACY}")["metadata"]
-        assert meta["uid"] == old_uids[f"{kind}/running-worker-0"], "kept"
-        assert not meta.get("ownerReferences"), "released, not taken over"
-        assert CONTROLLER_UID not in meta["labels"], "not taken over"
 
 
 def without_the_webhook_step(stack: Stack, port: int, figure: Figure) -> None:

@@ -3,6 +3,7 @@ commands run as a user would, its steps' shared moves (the listing and delete, M
 CRDs, the overlay's CompositeController pointed at the hook), and what the API server shows
 afterwards (objects gone, SyncError events, the audit log's writes)."""
 
+import copy
 import json
 import subprocess
 from pathlib import Path
@@ -17,6 +18,7 @@ from tests.support.documented import run_as_user
 from tests.support.jobs import one_worker_job
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
+COMPONENTS = REPO / "manifests" / "components"
 IMAGE = "docker.io/kubeflow/mxnet-gpu:latest"  # any image: no kubelet runs it here
 
 
@@ -48,22 +50,70 @@ def install_metacontroller_crds(server: ApiServer) -> None:
     server.wait_established("crd/compositecontrollers.metacontroller.k8s.io")
 
 
-def point_at_hook(server: ApiServer, hook_url: str) -> None:
-    """The overlay's CompositeController, its hooks at `hook_url` (the hook on loopback)."""
+def point_at_hook(server: ApiServer, hook_url: str, *components: str) -> None:
+    """The overlay's CompositeController, its hooks at `hook_url` (the hook on loopback), with
+    the child types these `components` add."""
     server.kubectl("delete", "compositecontroller", "mxjob-controller")
-    server.apply(composite_controller(hook_url))
+    controller = composite_controller(hook_url)
+    controller["spec"]["childResources"] += [t for c in components for t in child_types(c)]
+    server.apply(controller)
 
 
-def submit(server: ApiServer, namespace: str, name: str) -> subprocess.CompletedProcess[str]:
-    """`kubectl create` of a job, as its user would; the result, refused or not."""
-    return server.kubectl(
-        "create",
-        f"-n={namespace}",
-        "-f",
-        "-",
-        input=yaml.safe_dump(one_worker_job(name, IMAGE)),
-        check=False,
-    )
+def child_types(component: str) -> list[dict[str, Any]]:
+    """The childResources entries a component adds to the CompositeController."""
+    found = []
+    kustomization = yaml.safe_load((COMPONENTS / component / "kustomization.yaml").read_text())
+    for patch in kustomization.get("patches", []):
+        if patch.get("target", {}).get("kind") != "CompositeController":
+            continue
+        for operation in yaml.safe_load(patch["patch"]):
+            if operation["path"] == "/spec/childResources/-":
+                found.append(operation["value"])
+    return found
+
+
+def submit(
+    server: ApiServer, namespace: str, name: str, job: dict[str, Any] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`kubectl create` of a job (one Worker unless `job` says otherwise), as its user would;
+    the result, refused or not."""
+    job = job or one_worker_job(name, IMAGE)
+    job["metadata"]["name"] = name
+    return server.kubectl("create", f"-n={namespace}", "-f", "-", input=yaml.safe_dump(job),
+                          check=False)  # fmt: skip
+
+
+def parameter_server_job(name: str) -> dict[str, Any]:
+    """A Scheduler, two Servers and two Workers, the Workers replaced under `ExitCode`."""
+    job = one_worker_job(name, IMAGE)
+    (worker,) = job["spec"]["mxReplicaSpecs"].values()
+    specs = {
+        "Scheduler": copy.deepcopy(worker),
+        "Server": copy.deepcopy(worker) | {"replicas": 2},
+        "Worker": copy.deepcopy(worker) | {"replicas": 2, "restartPolicy": "ExitCode"},
+    }
+    job["spec"]["mxReplicaSpecs"] = specs
+    return job
+
+
+def pod_changes(audit: Path, since: int, namespace: str) -> list[tuple[str, str, int]]:
+    """Every create, patch, update and delete of a pod in `namespace` (not of its status, which
+    the kubelet writes), by anyone, from line `since` on: (verb, pod, answer's code)."""
+    found = []
+    with audit.open() as lines:
+        for number, line in enumerate(lines):
+            if number < since:
+                continue
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            if (ref.get("resource"), ref.get("namespace")) != ("pods", namespace):
+                continue
+            if event["verb"] not in ("create", "patch", "update", "delete") or ref.get(
+                "subresource"
+            ):
+                continue
+            found.append((event["verb"], ref.get("name", ""), event["responseStatus"]["code"]))
+    return found
 
 
 def conditions(server: ApiServer, namespace: str, name: str) -> dict[str, str]:

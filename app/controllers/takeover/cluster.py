@@ -39,7 +39,8 @@ class TakeoverError(Exception):
 
 
 class Changed(Exception):
-    """The object is gone or was replaced since it was listed: the next pass lists again."""
+    """The object is gone or was replaced since it was listed (the API server's message): the
+    next listing sees what it is now."""
 
 
 @contextmanager
@@ -68,15 +69,17 @@ def jobs(client: Client, namespace: str | None) -> list[dict[str, Any]]:
 
 
 def children(client: Client, kind: str, namespace: str | None) -> list[dict[str, Any]]:
-    """The objects of `kind` that carry training-operator's MXJob labels; none of a PodGroup
-    kind whose API the cluster does not serve (404)."""
+    """The objects of `kind` that carry training-operator's MXJob labels (every PodGroup); none
+    of a PodGroup kind whose API the cluster does not serve (404)."""
     with asking("list", _resource(kind), namespace):
         try:
-            labels: dict[str, Any] = dict(SELECTOR)
+            # training-operator labels pods and Services, not PodGroups (named after the job).
+            labels: dict[str, Any] | None = None if kind in PODGROUPS else dict(SELECTOR)
             listing = client.list(RESOURCES[kind], namespace=namespace or ALL_NS, labels=labels)
             return [_plain(obj) for obj in listing]
-        except ApiError as err:
-            if kind in PODGROUPS and err.status.code == 404:
+        except httpx2.HTTPStatusError as err:
+            # An API that is not served answers 404 with no Status body (not an ApiError).
+            if kind in PODGROUPS and err.response.status_code == 404:
                 return []
             raise
 
@@ -91,8 +94,8 @@ def claim(client: Client, child: Child, patch: list[dict[str, Any]]) -> None:
                     patch_type=PatchType.JSON,
                 )
             )  # fmt: skip
-    except _Gone:
-        raise Changed from None
+    except _Gone as gone:
+        raise Changed(str(gone)) from None
 
 
 class _Gone(Exception):
@@ -105,7 +108,7 @@ def _call(call: Callable[[], T]) -> T:
         return call()
     except ApiError as err:
         if err.status.code in (404, 409, 422):
-            raise _Gone from None
+            raise _Gone(err.status.message) from None
         raise
 
 

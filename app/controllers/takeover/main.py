@@ -32,6 +32,8 @@ class Tally:
     claimed: int = 0
     ours: int = 0
     left: int = 0
+    # The uids whose claim was refused once (gone or replaced meanwhile, as far as it knew).
+    refused: set[str] = field(default_factory=set)
     # The uids a listing found to claim: what a dry run counts.
     pending: set[str] = field(default_factory=set)
     shown: set[str] = field(default_factory=set)
@@ -52,8 +54,13 @@ def run(client: Client, options: Options, say: Say, warn: Say) -> int:
         for child in todo:
             try:
                 cluster.claim(client, child, plan.claim_patch(child))
-            except Changed:
-                continue  # the next listing sees what it is now
+            except Changed as changed:
+                if child.uid in tally.refused:
+                    raise TakeoverError(
+                        f"{child.job}: cannot claim {child.kind} {child.name}: {changed}"
+                    ) from None
+                tally.refused.add(child.uid)  # the next listing sees what it is now
+                continue
             tally.claimed += 1
             say(f"{child.job}: claimed {child.kind} {child.name}")
     else:

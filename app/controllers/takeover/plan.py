@@ -52,6 +52,8 @@ class Child:
     verdict: Verdict
     why: str = ""
     phase: str = ""
+    # Whether it has labels at all (training-operator's PodGroups have none).
+    labelled: bool = True
 
 
 def read_job(obj: Mapping[str, Any]) -> Job | None:
@@ -97,6 +99,7 @@ def _child(
 ) -> Child | None:
     meta = obj.get("metadata") or {}
     labels = meta.get("labels") or {}
+    labels = labels if isinstance(labels, dict) else {}
     namespace, name, uid = meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", "")
     key = f"{namespace}/{labels.get(names.LABEL_JOB, '')}"
     owner = _controller(meta.get("ownerReferences"))
@@ -106,7 +109,8 @@ def _child(
     phase = str((obj.get("status") or {}).get("phase") or "")
     verdict, why = _verdict(meta, labels, owner, job)
     job_key = job.key if job else key
-    return Child(kind, namespace, name, uid, job_key, job.uid if job else None, verdict, why, phase)
+    job_uid = job.uid if job else None
+    return Child(kind, namespace, name, uid, job_key, job_uid, verdict, why, phase, bool(labels))
 
 
 def _verdict(
@@ -150,8 +154,12 @@ def claim_patch(child: Child) -> list[dict[str, Any]]:
     """The JSON patch that claims `child` for its job: only the object listed (its uid tested,
     so a replacement under the same name is refused), only the one label added."""
     assert child.job_uid is not None
+    test = {"op": "test", "path": "/metadata/uid", "value": child.uid}
+    if not child.labelled:
+        return [test, {"op": "add", "path": "/metadata/labels",
+                       "value": {CONTROLLER_UID: child.job_uid}}]  # fmt: skip
     return [
-        {"op": "test", "path": "/metadata/uid", "value": child.uid},
+        test,
         {"op": "add", "path": f"/metadata/labels/{CONTROLLER_UID}", "value": child.job_uid},
     ]
 
