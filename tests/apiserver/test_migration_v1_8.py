@@ -276,7 +276,10 @@ def step_3_takes_over(stack: Stack, left: dict[str, Any], figure: Figure) -> Non
     listing, dry, real = [
         line.split("#")[0].strip() for line in shell_block(PAGE, "takeover --dry-run").splitlines()
     ]
-    figure(f"kubectl get mxj -A before the switch:\n{shell(stack, listing).stdout}")
+    listed = shell(stack, listing)
+    assert listed.returncode == 0, listed.stderr
+    assert all(f" {name} " in listed.stdout for name in TAKEN), listed.stdout
+    figure(f"{listing} before the switch:\n{listed.stdout}")
     expected = claimable(left)
     assert len(expected) >= 13, expected
     tried = shell(stack, dry)
@@ -343,7 +346,8 @@ def carried_on(stack: Stack, left: dict[str, Any], figure: Figure) -> None:
         if not key.startswith(PODGROUPS):
             assert now[key]["spec"] == before["spec"], f"{key} changed"
     assert now["mxjob/restarted"]["status"]["restartCount"] == 1
-    states = shell(stack, shell_block(PAGE, "takeover --dry-run").splitlines()[0].split("#")[0])
+    states = shell(stack, shell_block(PAGE, "kubectl get mxj -A").split("#")[0])
+    assert states.returncode == 0, states.stderr
     figure(f"kubectl get mxj -A after the switch:\n{states.stdout}")
 
 
