@@ -8,6 +8,11 @@ back, prints one JSON line with what it saw and exits 0 when the sums are right,
 `--fail-worker ID` makes the worker whose DMLC_WORKER_ID is ID exit 1 at once, as a user's
 bug would, before it joins the cluster: the failure path of the e2e test.
 
+`--hold-worker ID --hold-file PATH` makes the worker whose DMLC_WORKER_ID is ID wait, before it
+joins the cluster, until PATH exists (at most HOLD_SECONDS): a worker whose pod runs but has not
+joined yet, which a controller can replace (tests/e2e/test_mxnet_takeover.py; ps-lite cannot take
+back a worker that joined and died, docs/e2e.md).
+
 `--kv-store TYPE` creates that kvstore instead of `dist_sync`: `local` for a job with a single
 Worker and neither Scheduler nor Server, which never joins a parameter-server cluster.
 
@@ -20,6 +25,8 @@ import argparse
 import json
 import os
 import sys
+import time
+from pathlib import Path
 
 import mxnet as mx
 
@@ -28,6 +35,7 @@ import mxnet as mx
 BIG = 1_000_001
 SHAPES = {3: (2, 3), 5: (4,), 7: (BIG,)}
 ROUNDS = 2
+HOLD_SECONDS = 300
 
 
 def expected_sum(num_workers: int, round_: int) -> float:
@@ -44,11 +52,23 @@ def run_round(kv: mx.kvstore.KVStore, round_: int) -> dict[str, float]:
     return {str(k): float(v.mean().asscalar()) for k, v in zip(keys, outs, strict=True)}
 
 
+def hold(flag: Path, worker: str) -> None:
+    """Wait until `flag` exists, at most HOLD_SECONDS, before joining the cluster."""
+    print(f"worker {worker}: holding until {flag} exists (--hold-worker)", flush=True)
+    deadline = time.monotonic() + HOLD_SECONDS
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--fail-worker", metavar="ID", help="this worker exits 1 at once")
     parser.add_argument("--kv-store", default="dist_sync", help="the kvstore type to create")
+    parser.add_argument("--hold-worker", metavar="ID", help="this worker waits for --hold-file")
+    parser.add_argument("--hold-file", metavar="PATH", help="what the held worker waits for")
     args = parser.parse_args(argv)
+    if args.hold_worker is not None and args.hold_worker == os.environ.get("DMLC_WORKER_ID"):
+        hold(Path(args.hold_file), args.hold_worker)
     if args.fail_worker is not None and args.fail_worker == os.environ.get("DMLC_WORKER_ID"):
         print(f"worker {args.fail_worker}: failing on purpose (--fail-worker)", flush=True)
         return 1
