@@ -23,17 +23,14 @@ component. What it shows, in order:
 5. without the `--enable-scheme` step (every kind enabled), training-operator and
    Metacontroller both write the pods of a new job."""
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
-from app.core.mxnet.kubeenv import resolve
 from localcluster import training_operator as to
 from localcluster.apiserver import ApiServer, Binaries, ClusterError, cluster
 from localcluster.crds import PODGROUP_CRDS
@@ -45,10 +42,20 @@ from localcluster.stack import install_adoption_guard, shipped_flags
 from localcluster.waiting import wait_for
 from tests.support.controllers import GARBAGE_COLLECTOR, kube_controllers
 from tests.support.documented import shell_block
-from tests.support.jobs import one_worker_job
 from tests.support.kustomize import shipped_access
+from tests.support.live_switch import (
+    ASKED_FOR,
+    LEGACY,
+    PODGROUPS,
+    a_new_job_is_ours,
+    carried_on,
+    each_job_reaches_the_state_its_pods_decide,
+    objects,
+    restarted_job,
+    step_3_takes_over,
+    suspended_job,
+)
 from tests.support.migration import (
-    IMAGE,
     PAGE,
     conditions,
     exists,
@@ -63,18 +70,12 @@ from tests.support.migration import (
     submit,
     touched,
 )
-from tests.support.resources import CONTROLLER_UID
 
-LEGACY = "legacy"
 GANG = "scheduler-plugins"
-PODGROUPS = "podgroups.scheduling.x-k8s.io"
 MXJOB_WEBHOOK_CALL = f'failed calling webhook "{to.MXJOB_WEBHOOK}"'
 ALL_KINDS = {"tfjob", "pytorchjob", "xgboostjob", "mpijob", "paddlejob", "mxjob"}
-# The jobs training-operator runs before the switch, and those the takeover finds.
+# The jobs training-operator runs before the switch.
 BEFORE = ("done", "running", "restarted", "suspended", "deleted")
-TAKEN = ("done", "gang", "restarted", "running", "suspended")
-DMLC = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WORKER",
-        "DMLC_ROLE", "DMLC_USE_KUBERNETES", "DMLC_WORKER_ID")  # fmt: skip
 Figure = Callable[[str], None]
 
 
@@ -156,20 +157,6 @@ def test_the_live_switch_on_training_operator_v1_8_1(stack: Stack, figure: Figur
         assert metacontroller.refusals() == [], "a request outside the shipped role"
 
 
-def restarted_job() -> dict[str, Any]:
-    """One Worker restarted in place (OnFailure), failed past two restarts."""
-    job = one_worker_job("restarted", IMAGE)
-    job["spec"]["mxReplicaSpecs"]["Worker"]["restartPolicy"] = "OnFailure"
-    job["spec"]["runPolicy"] = {"backoffLimit": 2}
-    return job
-
-
-def suspended_job() -> dict[str, Any]:
-    job = one_worker_job("suspended", IMAGE)
-    job["spec"]["runPolicy"] = {"suspend": True}
-    return job
-
-
 def training_operator_runs_mxjobs(stack: Stack, port: int) -> None:
     """1. training-operator v1.8.1 runs MXJobs: it makes their pods, Services and, with gang
     scheduling, PodGroups."""
@@ -199,15 +186,6 @@ def training_operator_runs_mxjobs(stack: Stack, port: int) -> None:
         wait_for(lambda: exists(server, "pod/gang-worker-0", LEGACY), "the gang job's pod")
         kubelet.run("gang-worker-0")
         wait_for(lambda: conditions(server, LEGACY, "gang").get("Running"), "gang Running")
-
-
-def objects(server: ApiServer) -> dict[str, Any]:
-    """Every MXJob, pod, Service and PodGroup of the legacy namespace, by `kind/name`."""
-    return {
-        f"{kind}/{o['metadata']['name']}": o
-        for kind in ("mxjob", "pod", "service", PODGROUPS)
-        for o in server.get(kind, f"-n={LEGACY}")["items"]
-    }
 
 
 def down_its_webhook_refuses_mxjob_writes(stack: Stack, figure: Figure) -> None:
@@ -256,50 +234,6 @@ def the_pages_steps_1_and_2(stack: Stack, port: int) -> list[str]:
     return args
 
 
-def claimable(left: dict[str, Any]) -> set[str]:
-    """`job: kind name` of every child training-operator made: controlled by its MXJob."""
-    uids = {o["metadata"]["uid"]: key.split("/")[1] for key, o in left.items()
-            if key.startswith("mxjob/")}  # fmt: skip
-    found = set()
-    for key, obj in left.items():
-        kind, name = key.split("/")
-        refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")]
-        if kind != "mxjob" and refs and refs[0]["uid"] in uids:
-            shown = "podgroup.scheduling.x-k8s.io" if kind == PODGROUPS else kind
-            found.add(f"{LEGACY}/{uids[refs[0]['uid']]}: {shown} {name}")
-    return found
-
-
-def step_3_takes_over(stack: Stack, left: dict[str, Any], figure: Figure) -> None:
-    """Step 3: the listing, the dry run (nothing changed) and the takeover, which claims
-    every child training-operator made, and only those."""
-    listing, dry, real = [
-        line.split("#")[0].strip() for line in shell_block(PAGE, "takeover --dry-run").splitlines()
-    ]
-    listed = shell(stack, listing)
-    assert listed.returncode == 0, listed.stderr
-    assert all(f" {name} " in listed.stdout for name in TAKEN), listed.stdout
-    figure(f"{listing} before the switch:\n{listed.stdout}")
-    expected = claimable(left)
-    assert len(expected) >= 13, expected
-    tried = shell(stack, dry)
-    assert tried.returncode == 0, tried.stderr
-    would = {line.replace(" would claim ", " ") for line in tried.stdout.splitlines()
-             if " would claim " in line}  # fmt: skip
-    assert would == expected
-    assert objects(stack.server) == left, "the dry run changed something"
-    done = shell(stack, real)
-    assert done.returncode == 0, done.stderr
-    claimed = {line.replace(" claimed ", " ") for line in done.stdout.splitlines()
-               if ": claimed " in line}  # fmt: skip
-    assert claimed == expected
-    assert done.stdout.splitlines()[-1] == (
-        f"takeover: {len(TAKEN)} MXJobs; {len(expected)} objects claimed, 0 already ours, "
-        "0 left alone"
-    )
-    figure(f"the takeover: {done.stdout.splitlines()[-1]}")
-
-
 def step_4(stack: Stack, running: ExitStack) -> Metacontroller:
     """Step 4: Metacontroller (its CRDs; the process), the overlay, and the hook (the overlay's
     CompositeController pointed at the hook's loopback address, with the scheduler-plugins
@@ -319,121 +253,6 @@ def step_4(stack: Stack, running: ExitStack) -> Metacontroller:
             shipped_access(server, GANG),
         )
     )  # fmt: skip
-
-
-def carried_on(stack: Stack, left: dict[str, Any], figure: Figure) -> None:
-    """Every job synced by the hook (its `restartCount` written) and carried on where
-    training-operator left it: the same children, adopted, the same conditions and
-    `startTime`, the restart made before the switch counted."""
-    server = stack.server
-
-    def synced() -> list[str]:
-        return [n for n in TAKEN
-                if "restartCount" in (server.get("mxjob", n, f"-n={LEGACY}").get("status") or {})]  # fmt: skip
-
-    wait_for(synced, "every job synced by the hook", until=lambda done: len(done) == len(TAKEN))
-    now = objects(server)
-    for key, before in left.items():
-        if key.startswith("mxjob/"):
-            status, was = now[key]["status"], before["status"]
-            assert status["conditions"] == was["conditions"], key
-            assert status.get("startTime") == was.get("startTime"), key
-            continue
-        meta = now[key]["metadata"]
-        assert meta["uid"] == before["metadata"]["uid"], f"{key} made again"
-        job_uid = meta["ownerReferences"][0]["uid"]
-        assert meta["labels"][CONTROLLER_UID] == job_uid, f"{key} not adopted"
-        if not key.startswith(PODGROUPS):
-            assert now[key]["spec"] == before["spec"], f"{key} changed"
-    assert now["mxjob/restarted"]["status"]["restartCount"] == 1
-    states = shell(stack, shell_block(PAGE, "kubectl get mxj -A").split("#")[0])
-    assert states.returncode == 0, states.stderr
-    figure(f"kubectl get mxj -A after the switch:\n{states.stdout}")
-
-
-# The pod writes after the adoption, each one a pod's own state asks for: (verb, pod, code).
-# Server-side apply creates with a patch (201).
-ASKED_FOR = [
-    ("patch", "running-worker-1-r1", 201),  # its predecessor killed by SIGKILL (ExitCode)
-    ("delete", "running-worker-1", 200),  # the failed attempt, once its replacement runs
-    *[("delete", f"running-{p}", 200) for p in ("server-0", "server-1", "worker-0", "worker-1-r1")],
-    ("delete", "restarted-worker-0", 200),  # failed past its backoffLimit: cleanPodPolicy
-    ("patch", "suspended-worker-0", 201),  # resumed
-    ("delete", "done-worker-0", 200),  # its job deleted: the garbage collector
-]
-
-
-def each_job_reaches_the_state_its_pods_decide(stack: Stack, left: dict[str, Any]) -> None:
-    running_job_goes_on_after_a_crash(stack, left)
-    restarted_job_fails_past_its_backoff_limit(stack)
-    server, kubelet = stack.server, stack.kubelet
-    patch = {"spec": {"runPolicy": {"suspend": False}}}
-    server.kubectl("patch", "mxjob", "suspended", f"-n={LEGACY}", "--type=merge",
-                   "-p", json.dumps(patch))  # fmt: skip
-    wait_for(lambda: exists(server, "pod/suspended-worker-0", LEGACY), "the resumed job's pod")
-    assert conditions(server, LEGACY, "suspended")["Suspended"] == "False"
-    kubelet.exit("gang-worker-0", 0)
-    wait_for(lambda: conditions(server, LEGACY, "gang").get("Succeeded"), "gang Succeeded")
-    group = server.get(PODGROUPS, "gang", f"-n={LEGACY}")["metadata"]
-    assert group["uid"] == left[f"{PODGROUPS}/gang"]["metadata"]["uid"], "the PodGroup kept"
-    assert conditions(server, LEGACY, "done")["Succeeded"] == "True"
-    server.kubectl("delete", "mxjob", "done", f"-n={LEGACY}")
-    wait_for(lambda: not exists(server, "pod/done-worker-0", LEGACY), "the done job's pod gone")
-    assert not exists(server, "service/done-worker-0", LEGACY)
-
-
-def running_job_goes_on_after_a_crash(stack: Stack, left: dict[str, Any]) -> None:
-    """A Worker killed after the switch is replaced under our next attempt's name, with the
-    variables training-operator gave its predecessor; the Scheduler's exit 0 decides."""
-    server, kubelet = stack.server, stack.kubelet
-    kubelet.exit("running-worker-1", 137)
-    wait_for(lambda: exists(server, "pod/running-worker-1-r1", LEGACY), "the replacement")
-    replacement = server.get("pod", "running-worker-1-r1", f"-n={LEGACY}")
-    config_map = server.get("configmap", "running-mx-config", f"-n={LEGACY}")
-    ours = resolve(replacement["spec"]["containers"][0], {"running-mx-config": config_map})
-    theirs = resolve(left["pod/running-worker-1"]["spec"]["containers"][0], {})
-    assert {k: ours[k] for k in DMLC} == {k: theirs[k] for k in DMLC}
-    assert json.loads(ours["MX_CONFIG"]) == json.loads(theirs["MX_CONFIG"])
-    assert conditions(server, LEGACY, "running")["Restarting"] == "True"
-    kubelet.run("running-worker-1-r1")
-    wait_for(lambda: not exists(server, "pod/running-worker-1", LEGACY), "the failed attempt gone")
-    kubelet.exit("running-scheduler-0", 0)
-    wait_for(lambda: conditions(server, LEGACY, "running").get("Succeeded"), "running Succeeded")
-    # cleanPodPolicy Running: what still ran goes, the Scheduler's pod stays for its logs.
-    wait_for(
-        lambda: {n for n in pod_names(server, LEGACY) if n.startswith("running-")},
-        "running's pods cleaned up", until=lambda found: found == {"running-scheduler-0"},
-    )  # fmt: skip
-
-
-def restarted_job_fails_past_its_backoff_limit(stack: Stack) -> None:
-    """backoffLimit 2 and one restart made under training-operator: the third fails it."""
-    server, kubelet = stack.server, stack.kubelet
-
-    def restarts() -> int:
-        return int(server.get("mxjob", "restarted", f"-n={LEGACY}")["status"]["restartCount"])
-
-    kubelet.restart("restarted-worker-0", 2)
-    wait_for(restarts, "two restarts counted", until=lambda n: n == 2)
-    assert "Failed" not in conditions(server, LEGACY, "restarted")
-    kubelet.restart("restarted-worker-0", 3)
-    wait_for(lambda: conditions(server, LEGACY, "restarted").get("Failed"), "restarted Failed")
-    status = server.get("mxjob", "restarted", f"-n={LEGACY}")["status"]
-    (failed,) = [c for c in status["conditions"] if c["type"] == "Failed"]
-    assert failed["reason"] == "BackoffLimitExceeded", failed
-    wait_for(lambda: not exists(server, "pod/restarted-worker-0", LEGACY), "its pod cleaned up")
-
-
-def a_new_job_is_ours(stack: Stack) -> None:
-    """Step 5: a new job's pod is made by Metacontroller."""
-    server = stack.server
-    server.kubectl("create", "namespace", "fresh")
-    assert submit(server, "fresh", "fresh").returncode == 0
-    made = wait_for(
-        lambda: server.get("pods", "-n=fresh")["items"], "the new job's pod",
-        until=lambda pods: len(pods) == 1,
-    )  # fmt: skip
-    assert CONTROLLER_UID in made[0]["metadata"]["labels"], "made by Metacontroller"
 
 
 def without_the_webhook_step(stack: Stack, port: int, figure: Figure) -> None:

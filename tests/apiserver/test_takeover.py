@@ -1,10 +1,8 @@
 """`python -m app takeover` on the real API server (the session's): a job with children shaped
-as training-operator v1.8.1 makes them (its labels, its controller ownerReference), one object
-owned by something else and one already ours; the dry run changes nothing, the run claims only
-the job's own, a second run claims nothing, a replaced object is not claimed by mistake, a
-ServiceAccount without `patch` gets one line naming it, and a training-operator that still runs
-MXJobs stops the takeover before it changes anything. The switch on the real training-operator:
-tests/apiserver/test_migration_v1_8.py."""
+as training-operator v1.8.1 makes them, one object owned by something else and one already ours;
+the dry run changes nothing, the run claims only the job's own, a second claims nothing, a
+replaced object is not claimed, a ServiceAccount without `patch` gets one line naming it, and a
+training-operator that runs MXJobs stops it first. The real switch: test_migration_v1_8.py."""
 
 import subprocess
 import sys
@@ -97,7 +95,7 @@ def legacy(apiserver: ApiServer, namespace: str, crds: None) -> dict[str, Any]:
 
 
 def mxjob() -> dict[str, Any]:
-    worker = {
+    worker: dict[str, Any] = {
         "replicas": 2,
         "template": {"spec": {"containers": [{"name": "mxnet", "image": "mxnet:1.9.1"}]}},
     }
@@ -117,7 +115,7 @@ def takeover(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def state(server: ApiServer, namespace: str) -> dict[str, tuple[str, str | None]]:
     """Every object of the namespace by kind/name: its resourceVersion and controller-uid."""
-    found = {}
+    found: dict[str, tuple[str, str | None]] = {}
     for kind in ("pods", "services", PODGROUP):
         for obj in server.get(kind, f"-n={namespace}")["items"]:
             meta = obj["metadata"]
@@ -245,8 +243,7 @@ def test_a_refused_permission_is_one_line_naming_it(
     ), line
     assert 'cannot patch resource "pods"' in line, line
     assert state(apiserver, namespace) == before
-    listed = takeover(read_only, "-n", namespace, "--no-operator-check", "--dry-run")
-    assert listed.returncode == 0, "a dry run needs only list"
+    assert takeover(read_only, "-n", namespace, "--no-operator-check", "--dry-run").returncode == 0
 
 
 def training_operator(args: list[str] | None) -> dict[str, Any]:
