@@ -6,6 +6,7 @@ afterwards (objects gone, SyncError events, the audit log's writes)."""
 import copy
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -96,10 +97,11 @@ def parameter_server_job(name: str) -> dict[str, Any]:
     return job
 
 
-def pod_changes(audit: Path, since: int, namespace: str) -> list[tuple[str, str, int]]:
-    """Every create, patch, update and delete of a pod in `namespace` (not of its status, which
-    the kubelet writes), by anyone, from line `since` on: (verb, pod, answer's code)."""
-    found = []
+def pod_writes(
+    audit: Path, since: int, namespace: str, verbs: tuple[str, ...]
+) -> Iterator[dict[str, Any]]:
+    """The audit events, from line `since` on, of a pod in `namespace` written by one of `verbs`
+    (not its status, which the kubelet writes)."""
     with audit.open() as lines:
         for number, line in enumerate(lines):
             if number < since:
@@ -108,12 +110,18 @@ def pod_changes(audit: Path, since: int, namespace: str) -> list[tuple[str, str,
             ref = event.get("objectRef") or {}
             if (ref.get("resource"), ref.get("namespace")) != ("pods", namespace):
                 continue
-            if event["verb"] not in ("create", "patch", "update", "delete") or ref.get(
-                "subresource"
-            ):
-                continue
-            found.append((event["verb"], ref.get("name", ""), event["responseStatus"]["code"]))
-    return found
+            if event["verb"] in verbs and not ref.get("subresource"):
+                yield event
+
+
+def pod_changes(audit: Path, since: int, namespace: str) -> list[tuple[str, str, int]]:
+    """Every create, patch, update and delete of a pod in `namespace`, by anyone, from line
+    `since` on: (verb, pod, answer's code)."""
+    verbs = ("create", "patch", "update", "delete")
+    return [
+        (e["verb"], e["objectRef"].get("name", ""), e["responseStatus"]["code"])
+        for e in pod_writes(audit, since, namespace, verbs)
+    ]
 
 
 def conditions(server: ApiServer, namespace: str, name: str) -> dict[str, str]:
@@ -153,16 +161,7 @@ def touched(writes: list[dict[str, Any]]) -> list[str]:
 def pod_writers(audit: Path, since: int, namespace: str) -> dict[str, list[int]]:
     """Who wrote pods in `namespace` (by user agent, up to its `/`) and the answers' codes."""
     found: dict[str, list[int]] = {}
-    with audit.open() as lines:
-        for number, line in enumerate(lines):
-            if number < since:
-                continue
-            event = json.loads(line)
-            ref = event.get("objectRef") or {}
-            if (ref.get("resource"), ref.get("namespace")) != ("pods", namespace):
-                continue
-            if event["verb"] not in ("create", "patch", "update") or ref.get("subresource"):
-                continue
-            agent = str(event.get("userAgent", "")).split("/")[0]
-            found.setdefault(agent, []).append(event["responseStatus"]["code"])
+    for event in pod_writes(audit, since, namespace, ("create", "patch", "update")):
+        agent = str(event.get("userAgent", "")).split("/")[0]
+        found.setdefault(agent, []).append(event["responseStatus"]["code"])
     return found
