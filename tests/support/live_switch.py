@@ -7,12 +7,21 @@ import json
 from typing import Any, Protocol
 
 from app.core.mxnet.kubeenv import resolve
-from localcluster.apiserver import ApiServer, Binaries
+from localcluster.apiserver import ApiServer
 from localcluster.kubelet import Kubelet
 from localcluster.waiting import wait_for
 from tests.support.documented import shell_block
 from tests.support.jobs import one_worker_job
-from tests.support.migration import IMAGE, PAGE, conditions, exists, pod_names, shell, submit
+from tests.support.migration import (
+    IMAGE,
+    PAGE,
+    PageStack,
+    conditions,
+    exists,
+    pod_names,
+    shell,
+    submit,
+)
 from tests.support.resources import CONTROLLER_UID
 
 LEGACY = "legacy"
@@ -24,14 +33,8 @@ DMLC = ("DMLC_PS_ROOT_URI", "DMLC_PS_ROOT_PORT", "DMLC_NUM_SERVER", "DMLC_NUM_WO
 Figure = Any
 
 
-class SwitchStack(Protocol):
-    """The migration test's stack, as far as these steps use it."""
-
-    @property
-    def server(self) -> ApiServer: ...
-
-    @property
-    def binaries(self) -> Binaries: ...
+class SwitchStack(PageStack, Protocol):
+    """The migration test's stack, as far as these steps use it: the page's, and its kubelet."""
 
     @property
     def kubelet(self) -> Kubelet: ...

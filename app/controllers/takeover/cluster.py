@@ -1,10 +1,10 @@
 """The takeover's calls to the API server (lightkube), each failure one line that says what to
 do: which permission a refusal lacks, which object changed meanwhile."""
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 from lightkube import ALL_NS, ApiError, Client
@@ -31,7 +31,6 @@ RESOURCES: dict[str, Any] = {"pod": Pod, "service": Service, **PODGROUPS}
 PLURALS = {"pod": "pods", "service": "services", **dict.fromkeys(PODGROUPS, "podgroups")}
 # training-operator v1.8's MXJob entry in its ValidatingWebhookConfiguration.
 MXJOB_WEBHOOK = "validator.mxjob.training-operator.kubeflow.org"
-T = TypeVar("T")
 
 
 class TakeoverError(Exception):
@@ -86,30 +85,15 @@ def children(client: Client, kind: str, namespace: str | None) -> list[dict[str,
 
 def claim(client: Client, child: Child, patch: list[dict[str, Any]]) -> None:
     """Apply `patch` to `child`; Changed if it is gone or is another object by now."""
-    try:
-        with asking("patch", _resource(child.kind), child.namespace):
-            _call(
-                lambda: client.patch(
-                    RESOURCES[child.kind], child.name, patch, namespace=child.namespace,
-                    patch_type=PatchType.JSON,
-                )
-            )  # fmt: skip
-    except _Gone as gone:
-        raise Changed(str(gone)) from None
-
-
-class _Gone(Exception):
-    pass
-
-
-def _call(call: Callable[[], T]) -> T:
-    """`call`, a missing object or a failed `test` operation (a replaced one) as _Gone."""
-    try:
-        return call()
-    except ApiError as err:
-        if err.status.code in (404, 409, 422):
-            raise _Gone(err.status.message) from None
-        raise
+    with asking("patch", _resource(child.kind), child.namespace):
+        try:
+            client.patch(RESOURCES[child.kind], child.name, patch, namespace=child.namespace,
+                         patch_type=PatchType.JSON)  # fmt: skip
+        except ApiError as err:
+            # Gone (404), or a failed `test` of the uid: another object of the name (409, 422).
+            if err.status.code in (404, 409, 422):
+                raise Changed(err.status.message) from None
+            raise
 
 
 @dataclass(frozen=True)
@@ -130,11 +114,13 @@ def operator(client: Client, namespace: str, name: str) -> Operator:
         for hook in conf.webhooks or []
         if hook.name == MXJOB_WEBHOOK
     ]
-    try:
-        with asking("get", "deployments.apps", namespace):
-            deployment = _call(lambda: client.get(Deployment, name, namespace=namespace))
-    except _Gone:
-        return Operator(found, None)
+    with asking("get", "deployments.apps", namespace):
+        try:
+            deployment = client.get(Deployment, name, namespace=namespace)
+        except ApiError as err:
+            if err.status.code == 404:
+                return Operator(found, None)
+            raise
     return Operator(found, _plain(deployment))
 
 

@@ -105,17 +105,19 @@ def _report(
 ) -> list[Child]:
     """Print what this listing shows for the first time; return what is left to claim."""
     todo = []
+    by_job: dict[str, list[Child]] = {}
+    for child in children:
+        by_job.setdefault(child.job, []).append(child)
     for job in jobs:
-        own = [c for c in children if c.job == job.key]
+        own = by_job.get(job.key, [])
         for child in own:
-            # Once an object: a later listing shows the ones this run claimed as the job's.
-            seen = child.uid
             if child.verdict is Verdict.CLAIM:
                 todo.append(child)
                 tally.pending.add(child.uid)
-            if seen in tally.shown:
+            # Once an object: a later listing shows the ones this run claimed as the job's.
+            if child.uid in tally.shown:
                 continue
-            tally.shown.add(seen)
+            tally.shown.add(child.uid)
             if child.verdict is Verdict.CLAIM:
                 if dry_run:
                     say(f"{job.key}: would claim {child.kind} {child.name}")

@@ -154,14 +154,12 @@ def claim_patch(child: Child) -> list[dict[str, Any]]:
     """The JSON patch that claims `child` for its job: only the object listed (its uid tested,
     so a replacement under the same name is refused), only the one label added."""
     assert child.job_uid is not None
-    test = {"op": "test", "path": "/metadata/uid", "value": child.uid}
-    if not child.labelled:
-        return [test, {"op": "add", "path": "/metadata/labels",
-                       "value": {CONTROLLER_UID: child.job_uid}}]  # fmt: skip
-    return [
-        test,
-        {"op": "add", "path": f"/metadata/labels/{CONTROLLER_UID}", "value": child.job_uid},
-    ]
+    label = (
+        {"op": "add", "path": f"/metadata/labels/{CONTROLLER_UID}", "value": child.job_uid}
+        if child.labelled
+        else {"op": "add", "path": "/metadata/labels", "value": {CONTROLLER_UID: child.job_uid}}
+    )
+    return [{"op": "test", "path": "/metadata/uid", "value": child.uid}, label]
 
 
 def removed_when_finished(job: Job, children: Iterable[Child]) -> list[Child]:
