@@ -284,7 +284,7 @@ def test_a_training_operator_that_runs_mxjobs_stops_the_takeover(
     assert refused.stderr.splitlines() == [
         f"takeover: training-operator ({namespace}/training-operator) may still run MXJobs: "
         "its Deployment enables every job kind (no --enable-scheme leaves mxjob out)",
-        "takeover: nothing changed; do step 3 of the switch first (or --no-operator-check)",
+        "takeover: nothing changed; do step 2 of the switch first (or --no-operator-check)",
     ]
     assert refused.stdout == ""
     assert state(apiserver, namespace) == before

@@ -86,7 +86,7 @@ def _operator_stopped(client: Client, options: Options, warn: Say) -> bool:
     for problem in problems:
         warn(f"takeover: training-operator ({where}) may still run MXJobs: {problem}")
     if problems:
-        warn("takeover: nothing changed; do step 3 of the switch first (or --no-operator-check)")
+        warn("takeover: nothing changed; do step 2 of the switch first (or --no-operator-check)")
     return not problems
 
 

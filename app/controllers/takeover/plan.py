@@ -175,7 +175,7 @@ def removed_when_finished(job: Job, children: Iterable[Child]) -> list[Child]:
 
 
 def operator_problems(webhooks: list[str], deployment: Mapping[str, Any] | None) -> list[str]:
-    """Why training-operator may still run MXJobs, as the guide's step 3 leaves it: its MXJob
+    """Why training-operator may still run MXJobs, as the guide's step 2 leaves it: its MXJob
     webhook entry, a Deployment that enables `mxjob`, or one whose restart is not rolled out
     (an old pod of it may still make pods). Empty when it is stopped."""
     problems = [f"its MXJob webhook entry {hook} is still registered" for hook in webhooks]

@@ -1,6 +1,6 @@
 """The takeover's decisions (app/controllers/takeover/plan.py): an object is claimed only where
 its controller ownerReference is its job's uid; everything else is named and left alone; and
-training-operator counts as stopped only once step 3 of the switch is done and rolled out."""
+training-operator counts as stopped only once step 2 of the switch is done and rolled out."""
 
 from typing import Any
 
