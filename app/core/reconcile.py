@@ -6,8 +6,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from app.core.build import children
-from app.core.build.desired import Child, desired_children
+from app.core.children import builders
+from app.core.children.desired import Child, desired_children
 from app.core.decide import status
 from app.core.decide.decision import decide
 from app.core.model import conditions, envelope, kinds
@@ -67,7 +67,7 @@ def sync_result(body: Any, now: datetime, integrations: Integrations) -> SyncRes
     # Valid again: reconciliation carries on from the status the job had before the edit.
     previous = previous.without(conditions.INVALID_SPEC)
     owned = replicas.owned(pods, lambda: request.observed(kinds.SERVICE_TYPE), meta.name, spec)
-    job = children.job_context(
+    job = builders.job_context(
         meta.name,
         meta.namespace,
         spec,
@@ -97,14 +97,14 @@ def _contributions(
     request: envelope.SyncRequest,
     spec: MXJobSpec,
     previous: Previous,
-    job: children.JobContext,
+    job: builders.JobContext,
 ) -> list[Contribution]:
     """The integrations' contributions to the sync, in the order they are given. The first pods
     one reads (a Workload's pod sets) are fitted by those that contributed before it."""
     contributions: list[Contribution] = []
 
     def first_pod(rtype: ReplicaType) -> dict[str, Any]:
-        return children.pod(_fitted(job, contributions), rtype, 0, 0, 0)
+        return builders.pod(_fitted(job, contributions), rtype, 0, 0, 0)
 
     inputs = SyncInputs(request, spec, previous.conditions, previous.finished, first_pod)
     for integration in integrations:
@@ -114,7 +114,7 @@ def _contributions(
     return contributions
 
 
-def _fitted(job: children.JobContext, contributions: list[Contribution]) -> children.JobContext:
+def _fitted(job: builders.JobContext, contributions: list[Contribution]) -> builders.JobContext:
     """The job's context with what these contributions add to every pod."""
     return replace(job, fits=tuple(c.fit_pod for c in contributions))
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.core.build.children import CONTROLLER_UID
+from app.core.children.builders import CONTROLLER_UID
 from app.core.mxnet import names
 
 # training-operator v1.8 labels the pods and Services of an MXJob with this operator name, the

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.core.build import children
+from app.core.children import builders
 from app.core.model.spec import ReplicaType
 from app.core.validate.validation import validated_spec
 from tests.support.jobs import container, replica, train_spec
@@ -14,8 +14,8 @@ from tests.support.jobs import container, replica, train_spec
 S, P, W = ReplicaType.SCHEDULER, ReplicaType.SERVER, ReplicaType.WORKER
 
 
-def job(spec: dict[str, Any], name: str = "mnist") -> children.JobContext:
-    return children.job_context(name, "team-a", validated_spec(name, spec))
+def job(spec: dict[str, Any], name: str = "mnist") -> builders.JobContext:
+    return builders.job_context(name, "team-a", validated_spec(name, spec))
 
 
 def env_of(pod: dict[str, Any], index: int = 0) -> dict[str, str]:
@@ -23,7 +23,7 @@ def env_of(pod: dict[str, Any], index: int = 0) -> dict[str, str]:
 
 
 def test_worker_environment_of_a_distributed_job() -> None:
-    pod = children.pod(job(train_spec(servers=2, workers=3)), W, 2, 0, 0)
+    pod = builders.pod(job(train_spec(servers=2, workers=3)), W, 2, 0, 0)
     env = env_of(pod)
     assert env == {
         "MX_CONFIG": env["MX_CONFIG"],
@@ -50,7 +50,7 @@ def test_worker_environment_of_a_distributed_job() -> None:
 
 
 def test_mx_config_is_compact_json_with_sorted_keys() -> None:
-    value = env_of(children.pod(job(train_spec(servers=1, workers=1)), S, 0, 0, 0))["MX_CONFIG"]
+    value = env_of(builders.pod(job(train_spec(servers=1, workers=1)), S, 0, 0, 0))["MX_CONFIG"]
     assert value == json.dumps(json.loads(value), sort_keys=True, separators=(",", ":"))
 
 
@@ -62,12 +62,12 @@ def test_mx_config_is_compact_json_with_sorted_keys() -> None:
     ],
 )
 def test_only_workers_get_a_worker_id(rtype: ReplicaType, role: str, worker_id: None) -> None:
-    env = env_of(children.pod(job(train_spec()), rtype, 0, 0, 0))
+    env = env_of(builders.pod(job(train_spec()), rtype, 0, 0, 0))
     assert (env["DMLC_ROLE"], env.get("DMLC_WORKER_ID")) == (role, worker_id)
 
 
 def test_single_worker_without_scheduler() -> None:
-    env = env_of(children.pod(job({"mxReplicaSpecs": {"Worker": replica()}}), W, 0, 0, 0))
+    env = env_of(builders.pod(job({"mxReplicaSpecs": {"Worker": replica()}}), W, 0, 0, 0))
     assert (env["DMLC_PS_ROOT_URI"], env["DMLC_PS_ROOT_PORT"], env["DMLC_NUM_SERVER"]) == (
         "",
         "0",
@@ -86,7 +86,7 @@ def test_reserved_user_variables_are_replaced_not_duplicated() -> None:
         {"name": "MX_CONFIG", "value": "{}"},
     ]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
-    env = children.pod(job(spec), W, 0, 0, 0)["spec"]["containers"][0]["env"]
+    env = builders.pod(job(spec), W, 0, 0, 0)["spec"]["containers"][0]["env"]
     names = [e["name"] for e in env]
     assert sorted(names) == sorted(set(names))
     assert env_of({"spec": {"containers": [{"env": env}]}})["DMLC_ROLE"] == "worker"
@@ -101,10 +101,10 @@ def test_user_mxjob_port_is_kept_and_used_everywhere() -> None:
     ]
     spec["mxReplicaSpecs"]["Scheduler"]["template"]["spec"]["containers"][0]["ports"] = ports
     j = job(spec)
-    scheduler = children.pod(j, S, 0, 0, 0)
+    scheduler = builders.pod(j, S, 0, 0, 0)
     assert scheduler["spec"]["containers"][0]["ports"] == ports
-    assert env_of(children.pod(j, W, 0, 0, 0))["DMLC_PS_ROOT_PORT"] == "9000"
-    assert children.service(j, S, 0, 0, 0)["spec"]["ports"] == [
+    assert env_of(builders.pod(j, W, 0, 0, 0))["DMLC_PS_ROOT_PORT"] == "9000"
+    assert builders.service(j, S, 0, 0, 0)["spec"]["ports"] == [
         {"name": "mxjob-port", "port": 9000, "targetPort": 9000},
         {"name": "metrics", "port": 8000, "targetPort": 8000},
     ]
@@ -116,11 +116,11 @@ def test_default_port_is_added_after_the_users_ports() -> None:
         {"containerPort": 6006, "protocol": "TCP"}
     ]
     j = job(spec)
-    assert children.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["ports"] == [
+    assert builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["ports"] == [
         {"containerPort": 6006, "protocol": "TCP"},
         {"name": "mxjob-port", "containerPort": 9091},
     ]
-    assert children.service(j, W, 0, 0, 0)["spec"]["ports"] == [
+    assert builders.service(j, W, 0, 0, 0)["spec"]["ports"] == [
         {"name": "port-6006", "port": 6006, "targetPort": 6006, "protocol": "TCP"},
         {"name": "mxjob-port", "port": 9091, "targetPort": 9091},
     ]
@@ -138,7 +138,7 @@ def test_default_port_is_added_after_the_users_ports() -> None:
 )
 def test_pod_restart_policy(policy: str | None, pod_policy: str) -> None:
     spec = {"mxReplicaSpecs": {"Worker": replica(1, policy)}}
-    assert children.pod(job(spec), W, 0, 0, 0)["spec"]["restartPolicy"] == pod_policy
+    assert builders.pod(job(spec), W, 0, 0, 0)["spec"]["restartPolicy"] == pod_policy
 
 
 def test_template_passes_through_and_our_labels_win() -> None:
@@ -165,7 +165,7 @@ def test_template_passes_through_and_our_labels_win() -> None:
     spec = {
         "mxReplicaSpecs": {"Scheduler": {"template": template}, "Server": {"template": template}}
     }
-    pod = children.pod(job(spec), P, 0, 0, 0)
+    pod = builders.pod(job(spec), P, 0, 0, 0)
     assert pod["metadata"] == {
         "name": "mnist-server-0",
         "namespace": "team-a",
@@ -191,7 +191,7 @@ def test_template_passes_through_and_our_labels_win() -> None:
 
 
 def test_headless_service_selects_every_attempt_of_one_replica() -> None:
-    service = children.service(job(train_spec()), W, 1, 2, 3)
+    service = builders.service(job(train_spec()), W, 1, 2, 3)
     assert service == {
         "apiVersion": "v1",
         "kind": "Service",
@@ -218,7 +218,7 @@ def test_headless_service_selects_every_attempt_of_one_replica() -> None:
 
 
 def test_replacement_pod_name_and_attempt() -> None:
-    pod = children.pod(job(train_spec()), W, 1, 2, 3)
+    pod = builders.pod(job(train_spec()), W, 1, 2, 3)
     assert pod["metadata"]["name"] == "mnist-worker-1-r2"
     assert pod["metadata"]["labels"]["training.kubeflow.org/replica-attempt"] == "2"
     assert pod["metadata"]["annotations"] == {"training.kubeflow.org/restarts-before": "3"}
@@ -234,7 +234,7 @@ def test_tuner_labels_from_annotation_or_legacy_field() -> None:
         },
     }
     config = json.loads(
-        env_of(children.pod(job(spec, "tune"), ReplicaType.TUNER, 0, 0, 0))["MX_CONFIG"]
+        env_of(builders.pod(job(spec, "tune"), ReplicaType.TUNER, 0, 0, 0))["MX_CONFIG"]
     )
     assert config["labels"] == {"tunertracker": "", "tunerserver": "2080ti", "tuner": "v100"}
     assert config["task"] == {"type": "tuner", "index": 0}

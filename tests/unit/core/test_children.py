@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from app.core.build import children, desired
+from app.core.children import builders, desired
 from app.core.model import kinds
 from app.core.model.seam import ContributionDefaults, Decision, PodUpdate
 from app.core.model.spec import CleanPodPolicy, ReplicaType
@@ -24,9 +24,9 @@ ALL_PODS = ["mnist-scheduler-0", "mnist-worker-0", "mnist-worker-1"]
 ENDED = {"mnist-scheduler-0": "Succeeded", "mnist-worker-0": "Running", "mnist-worker-1": "Failed"}
 
 
-def job(**run_policy: Any) -> children.JobContext:
+def job(**run_policy: Any) -> builders.JobContext:
     spec = s.train_spec(servers=0, workers=2) | {"runPolicy": run_policy}
-    return children.job_context("mnist", "default", validated_spec("mnist", spec), config_map=True)
+    return builders.job_context("mnist", "default", validated_spec("mnist", spec), config_map=True)
 
 
 def owned(phases: Mapping[str, str]) -> replicas.ObservedReplicas:
@@ -109,7 +109,7 @@ class Reporting(ContributionDefaults):
     ],
 )
 def test_a_job_that_waits_has_no_children(
-    made: children.JobContext, report: GuestReport | None
+    made: builders.JobContext, report: GuestReport | None
 ) -> None:
     running = owned(dict.fromkeys(ALL_PODS, "Running"))
     contributions = [Reporting(report)]

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.core.build import children
+from app.core.children import builders
 from app.core.model.errors import EnvError
 from app.core.model.spec import ReplicaType
 from app.core.mxnet import kubeenv, layout, mxconfig
@@ -17,15 +17,15 @@ W = ReplicaType.WORKER
 
 
 def test_without_a_configmap_type_mx_config_stays_inline() -> None:
-    j = children.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), False)
-    env = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), False)
+    env = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env][:2] == ["MX_CONFIG", "DMLC_PS_ROOT_URI"]
     assert "$" not in env[0]["value"]
 
 
 def test_with_a_configmap_type_mx_config_refers_to_it() -> None:
-    j = children.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), True)
-    container = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec()), True)
+    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"] == [{"configMapRef": {"name": "mnist-mx-config"}}]
     required = {"configMapKeyRef": {"name": "mnist-mx-config", "key": "MX_CONFIG_LABELS"}}
     assert container["env"] == [
@@ -61,14 +61,14 @@ def test_a_foreign_configmap_of_the_jobs_name_holds_every_container_back(
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"].append(
         {"name": "side", "image": "busybox"}
     )
-    j = children.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
     foreign = {"mnist-mx-config": {"data": data}}
-    containers = children.pod(j, W, 1, 0, 0)["spec"]["containers"]
+    containers = builders.pod(j, W, 1, 0, 0)["spec"]["containers"]
     assert len(containers) == 2
     for each in containers:
         with pytest.raises(EnvError, match="couldn't find key MX_CONFIG_LABELS in"):
             kubeenv.resolve(each, foreign)
-    own = {"mnist-mx-config": children.config_map(j)}
+    own = {"mnist-mx-config": builders.config_map(j)}
     assert kubeenv.resolve(containers[0], own)["DMLC_NUM_WORKER"] == "2"
 
 
@@ -80,8 +80,8 @@ CLUSTER_1_2 = (
 
 
 def test_config_map_holds_every_job_wide_variable_by_name() -> None:
-    j = children.job_context("mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), True)
-    assert children.config_map(j) == {
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", train_spec(1, 2)), True)
+    assert builders.config_map(j) == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
@@ -103,7 +103,7 @@ def test_config_map_holds_every_job_wide_variable_by_name() -> None:
         },
     }
     # Exactly the job-wide variables: `envFrom` imports every key as a variable.
-    assert tuple(children.config_map(j)["data"]) == mxconfig.JOB_ENV
+    assert tuple(builders.config_map(j)["data"]) == mxconfig.JOB_ENV
 
 
 NONE = layout.ConfigMapUse()
@@ -111,16 +111,16 @@ OLD, WHOLE = layout.ConfigMapUse(old_keys=True), layout.ConfigMapUse(env_from=Tr
 BOTH = layout.ConfigMapUse(old_keys=True, env_from=True)
 
 
-def _job_read(config_map_use: layout.ConfigMapUse) -> children.JobContext:
+def _job_read(config_map_use: layout.ConfigMapUse) -> builders.JobContext:
     spec = validated_spec("mnist", train_spec(1, 2))
-    return children.job_context("mnist", "team-a", spec, True, config_map_use)
+    return builders.job_context("mnist", "team-a", spec, True, config_map_use)
 
 
 def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> None:
     j = _job_read(OLD)
-    data = children.config_map(j)["data"]
+    data = builders.config_map(j)["data"]
     assert data == {"cluster": CLUSTER_1_2, "labels": '{"scheduler":"","server":"","worker":""}'}
-    container = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert "envFrom" not in container
     assert [e["name"] for e in container["env"]] == [
         "MX_CONFIG_CLUSTER",
@@ -139,19 +139,19 @@ def test_while_a_0_1_0_pod_reads_the_old_keys_the_job_keeps_0_1_0s_layout() -> N
     }
     # It reads what a pod of the same job reads through `envFrom`, with no stray variable.
     plain = _job_read(NONE)
-    plain_container = children.pod(plain, W, 1, 0, 0)["spec"]["containers"][0]
-    assert kubeenv.resolve(container, {"mnist-mx-config": children.config_map(j)}) == (
-        kubeenv.resolve(plain_container, {"mnist-mx-config": children.config_map(plain)})
+    plain_container = builders.pod(plain, W, 1, 0, 0)["spec"]["containers"][0]
+    assert kubeenv.resolve(container, {"mnist-mx-config": builders.config_map(j)}) == (
+        kubeenv.resolve(plain_container, {"mnist-mx-config": builders.config_map(plain)})
     )
 
 
 def test_pods_of_both_layouts_each_find_their_keys() -> None:
     """A job with pods of both layouts (hooks of both versions answered it, as during a
     rolling upgrade): the ConfigMap holds both sets of keys."""
-    data = children.config_map(_job_read(BOTH))["data"]
+    data = builders.config_map(_job_read(BOTH))["data"]
     assert tuple(data) == (*mxconfig.JOB_ENV, "cluster", "labels")
     assert data["cluster"] == data["MX_CONFIG_CLUSTER"] == CLUSTER_1_2
-    assert children.config_map(_job_read(WHOLE)) == children.config_map(_job_read(NONE))
+    assert builders.config_map(_job_read(WHOLE)) == builders.config_map(_job_read(NONE))
 
 
 def test_user_variables_named_like_ours_are_replaced() -> None:
@@ -159,8 +159,8 @@ def test_user_variables_named_like_ours_are_replaced() -> None:
     user_env = [{"name": "MX_CONFIG_CLUSTER", "value": "mine"}, {"name": "KEEP", "value": "1"}]
     user_env += [{"name": "DMLC_NUM_WORKER", "value": "99"}, {"name": "DMLC_ROLE", "value": "x"}]
     spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["env"] = user_env
-    j = children.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
-    env = children.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
+    env = builders.pod(j, W, 0, 0, 0)["spec"]["containers"][0]["env"]
     ours = [mxconfig.REQUIRED_KEY, "MX_CONFIG", "DMLC_ROLE", "DMLC_WORKER_ID"]
     assert [e["name"] for e in env] == [*ours, "KEEP"]
     assert env[-1] == {"name": "KEEP", "value": "1"}
@@ -172,11 +172,11 @@ def test_our_env_from_comes_after_the_users_so_theirs_cannot_override_ours() -> 
     containers = spec["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
     containers[0]["envFrom"] = [mine, {"configMapRef": {"name": "other"}, "prefix": "DMLC_"}]
     containers[0]["env"] = [{"name": "ROLE_SEEN", "value": "$(DMLC_ROLE)/$(DMLC_NUM_WORKER)"}]
-    j = children.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
-    container = children.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
+    j = builders.job_context("mnist", "team-a", validated_spec("mnist", spec), True)
+    container = builders.pod(j, W, 1, 0, 0)["spec"]["containers"][0]
     assert container["envFrom"][-1] == {"configMapRef": {"name": "mnist-mx-config"}}
     maps = {
-        "mnist-mx-config": children.config_map(j),
+        "mnist-mx-config": builders.config_map(j),
         "mine": {"data": {"DMLC_NUM_WORKER": "99", "MX_CONFIG_CLUSTER": "no", "OWN": "yes"}},
         "other": {"data": {"ROLE": "hijacked", "NUM_SERVER": "7"}},
     }

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.core.build import children
+from app.core.children import builders
 from app.core.model.spec import ReplicaType
 from app.core.mxnet.names import ANNOTATION_REPLICA_SERVICES, ReplicaServices
 from app.core.validate.validation import validated_spec
@@ -85,7 +85,7 @@ def test_a_job_without_a_scheduler_gets_no_service() -> None:
 )
 def test_job_context_has_service(services: ReplicaServices, rtype: ReplicaType, has: bool) -> None:
     spec = validated_spec("mnist", s.train_spec())
-    job = children.job_context("mnist", "ns", spec, services=services)
+    job = builders.job_context("mnist", "ns", spec, services=services)
     assert job.has_service(rtype) is has
 
 

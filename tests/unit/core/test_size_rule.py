@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.core.build import children
+from app.core.children import builders
 from app.core.model import kinds
 from app.core.model.errors import SpecError
 from app.core.model.spec import MXJobSpec
@@ -210,9 +210,9 @@ def test_mx_config_bytes_is_the_longest_mx_config(name: str, make: MakeSpec, mos
             if n < most
             else validation.validated_spec(name, make(most))
         )
-        job = children.job_context(name, "ns", spec)
+        job = builders.job_context(name, "ns", spec)
         longest = max(
-            len(children.pod(job, t, i, 0, 0)["spec"]["containers"][0]["env"][0]["value"])
+            len(builders.pod(job, t, i, 0, 0)["spec"]["containers"][0]["env"][0]["value"])
             for t, replica in spec.mxReplicaSpecs.items()
             for i in range(replica.replicas)
         )

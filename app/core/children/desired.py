@@ -5,7 +5,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from app.core.build import children
+from app.core.children import builders
 from app.core.model.seam import Contribution, Decision, Reports, add_to_pod, reports_of
 from app.core.model.spec import CleanPodPolicy, MXJobSpec
 from app.core.model.values import parse_time, seconds_until
@@ -16,7 +16,7 @@ Child = dict[str, Any]
 
 
 def desired_children(
-    job: children.JobContext,
+    job: builders.JobContext,
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
@@ -31,7 +31,7 @@ def desired_children(
 
 
 def _pods_and_services(
-    job: children.JobContext,
+    job: builders.JobContext,
     owned: ObservedReplicas,
     decision: Decision,
     now: datetime,
@@ -50,18 +50,18 @@ def _pods_and_services(
     return _of_attempts(job, left, owned.replicas), ttl_left or 0
 
 
-def _job_children(job: children.JobContext, contributions: Sequence[Contribution]) -> list[Child]:
+def _job_children(job: builders.JobContext, contributions: Sequence[Contribution]) -> list[Child]:
     """One of each per job, while it has pods, ahead of them in the answer: the integrations'
     (a gang scheduler's PodGroup) and the ConfigMap the pods read MX_CONFIG's shared parts from
     (Metacontroller applies child types in its own order: docs/behaviour.md#children)."""
     out = [child for c in contributions for child in c.job_children()]
     if job.reads.config_map:
-        out.append(children.config_map(job))
+        out.append(builders.config_map(job))
     return out
 
 
 def _while_running(
-    job: children.JobContext,
+    job: builders.JobContext,
     replicas: list[Replica],
     reports: Reports,
 ) -> list[Child]:
@@ -75,37 +75,37 @@ def _while_running(
         if going_on is not None:
             # The usual case: one pod, which goes on as it is.
             attempt, restarts = going_on.attempt, going_on.restarts_before
-            pods.append(children.pod(job, replica.rtype, replica.index, attempt, restarts))
+            pods.append(builders.pod(job, replica.rtype, replica.index, attempt, restarts))
         else:
             attempt, restarts = replica.next_attempt
             wanted = {a.attempt: a.restarts_before for a in replica.keep_while_running()}
             wanted.setdefault(attempt, restarts)
             pods += [
-                children.pod(job, replica.rtype, replica.index, n, r)
+                builders.pod(job, replica.rtype, replica.index, n, r)
                 for n, r in sorted(wanted.items())
             ]
         for update in reports.pod_updates(replica.rtype):
             for built in pods[first:]:
                 add_to_pod(built, update)
         if job.has_service(replica.rtype):
-            services.append(children.service(job, replica.rtype, replica.index, attempt, restarts))
+            services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services
 
 
 def _of_attempts(
-    job: children.JobContext, attempts: Iterable[Attempt], replicas: list[Replica]
+    job: builders.JobContext, attempts: Iterable[Attempt], replicas: list[Replica]
 ) -> list[Child]:
     """Pods for these observed attempts, and the Services of their replicas that the job
     has."""
     wanted = {(r.rtype, r.index) for r in replicas}
     ours = [a for a in attempts if (a.rtype, a.index) in wanted]
-    pods = [children.pod(job, a.rtype, a.index, a.attempt, a.restarts_before) for a in ours]
+    pods = [builders.pod(job, a.rtype, a.index, a.attempt, a.restarts_before) for a in ours]
     with_pods = {(a.rtype, a.index) for a in ours}
     services = []
     for replica in replicas:
         if (replica.rtype, replica.index) in with_pods and job.has_service(replica.rtype):
             attempt, restarts = replica.next_attempt
-            services.append(children.service(job, replica.rtype, replica.index, attempt, restarts))
+            services.append(builders.service(job, replica.rtype, replica.index, attempt, restarts))
     return pods + services
 
 
