@@ -1,7 +1,7 @@
 """Whole lives of MXJobs through the real Metacontroller and the hook, each from `kubectl apply`
 to its final state, with the test playing the kubelet: success and clean-up by cleanPodPolicy,
 a SIGKILLed worker replaced and a crash failing the job, the backoff limit, the active deadline
-on time, suspend and resume, the TTL, and a tune job."""
+on time, suspend and resume, the TTL, successPolicy AllWorkers, and a tune job."""
 
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -74,6 +74,27 @@ def test_success_then_clean_up_by_policy(
     status = job.status()
     assert status["completionTime"] == changed_at(job, "Succeeded")
     assert status["replicaStatuses"]["Worker"] == {"active": 0, "succeeded": 2, "failed": 0}
+
+
+def test_all_workers_success_waits_for_the_workers_not_the_scheduler(
+    real_stack: RealStack, rest: Rest, namespace: str
+) -> None:
+    """successPolicy AllWorkers: the Scheduler's exit neither ends the job nor, under
+    cleanPodPolicy Running, takes its Workers down; the last Worker's success ends it."""
+    document = dist_cpu(cleanPodPolicy="Running")
+    document["spec"]["successPolicy"] = "AllWorkers"
+    job = run_job(real_stack.apiserver, rest, namespace, document)
+    kubelet = Kubelet(rest, namespace)
+    scheduler = f"{DIST}-scheduler-0"
+
+    kubelet.exit(scheduler, 0)
+    wait_for(lambda: job.status()["replicaStatuses"]["Scheduler"]["succeeded"], "the exit seen")
+    assert job.state() == State(RUNNING, pods("Running", *ALL) | {scheduler: "Succeeded"}, ALL)
+
+    for name in FINISHERS[:2]:
+        kubelet.exit(name, 0)
+    kept = pods("Succeeded", *FINISHERS)
+    job.reaches(State(SUCCEEDED, dict(sorted(kept.items())), tuple(sorted(kept))), "cleaned up")
 
 
 def test_sigkilled_worker_is_replaced_and_a_crash_fails_the_job(

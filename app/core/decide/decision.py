@@ -19,20 +19,34 @@ from app.core.model.conditions import (
     completion_time,
 )
 from app.core.model.seam import NO_REPORTS, Decision, Report, Reports
-from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType
+from app.core.model.spec import CleanPodPolicy, MXJobSpec, ReplicaType, SuccessPolicy
 from app.core.model.values import format_time, parse_time, seconds_until
 from app.core.observe.pods import Attempt, describe_exit
 from app.core.observe.previous import Previous
 from app.core.observe.replicas import Replica, ReplicaState
 
+_RUNNING = frozenset({ReplicaState.RUNNING})
+_RUNNING_OR_DONE = frozenset({ReplicaState.RUNNING, ReplicaState.SUCCEEDED})
+
 
 def deciders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
-    """The replica types whose state makes the job Running or Succeeded."""
+    """The replica types whose state makes the job Running (and Succeeded, unless
+    `succeeders` names others)."""
     if spec.jobMode == "MXTune":
         return (ReplicaType.TUNER,)
     if spec.replicas(ReplicaType.SCHEDULER) > 0:
         return (ReplicaType.SCHEDULER,)
     return (ReplicaType.WORKER,)
+
+
+def succeeders(spec: MXJobSpec) -> tuple[ReplicaType, ...]:
+    """The replica types whose success makes the job Succeeded: under successPolicy AllWorkers
+    the Workers of a train job, not its Scheduler (mxnet-operator v1beta1's rule); else the
+    `deciders`. A job without Workers (a tune job) has none to wait for: its deciders decide."""
+    all_workers = spec.successPolicy is SuccessPolicy.ALL_WORKERS
+    if all_workers and spec.jobMode == "MXTrain" and spec.replicas(ReplicaType.WORKER) > 0:
+        return (ReplicaType.WORKER,)
+    return deciders(spec)
 
 
 def decide(
@@ -172,9 +186,9 @@ def _deadline_in(spec: MXJobSpec, start: str, now: datetime) -> int:
 def _progress(
     name: str, spec: MXJobSpec, replicas: list[Replica], conds: list[Condition], at: str
 ) -> list[Condition]:
-    decide_by = deciders(spec)
-    mine = [r for r in replicas if r.rtype in decide_by]
-    if mine and all(r.state is ReplicaState.SUCCEEDED for r in mine):
+    decide_by, succeed_by = deciders(spec), succeeders(spec)
+    done = [r for r in replicas if r.rtype in succeed_by]
+    if done and all(r.state is ReplicaState.SUCCEEDED for r in done):
         message = f"MXJob {name} successfully completed."
         return conditions.set_condition(
             conds, conditions.SUCCEEDED, "True", REASON_SUCCEEDED, message, at
@@ -187,7 +201,11 @@ def _progress(
             return conditions.set_condition(
                 conds, conditions.RESTARTING, "True", REASON_RESTARTING, message, at
             )
-    if mine and all(r.state is ReplicaState.RUNNING for r in mine):
+    # A decider whose success does not end the job (a Scheduler under AllWorkers) counts as
+    # running once it has succeeded, as mxnet-operator v1beta1 had it: the Workers go on.
+    running = _RUNNING if decide_by == succeed_by else _RUNNING_OR_DONE
+    mine = [r for r in replicas if r.rtype in decide_by]
+    if mine and all(r.state in running for r in mine):
         message = f"MXJob {name} is running."
         return conditions.set_condition(
             conds, conditions.RUNNING, "True", REASON_RUNNING, message, at

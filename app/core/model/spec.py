@@ -43,6 +43,14 @@ class CleanPodPolicy(StrEnum):
     NONE = "None"
 
 
+class SuccessPolicy(StrEnum):
+    """mxnet-operator v1beta1's `spec.successPolicy`: which replicas' success ends a train job
+    that has a Scheduler (docs/behaviour.md#status)."""
+
+    DEFAULT = ""
+    ALL_WORKERS = "AllWorkers"
+
+
 # A replica type's count where the spec gives none.
 DEFAULT_REPLICAS = 1
 
@@ -81,6 +89,7 @@ class MXJobSpec(_Model):
     jobMode: Literal["MXTrain", "MXTune"] = "MXTrain"
     mxReplicaSpecs: dict[ReplicaType, ReplicaSpec]
     runPolicy: RunPolicy = RunPolicy()
+    successPolicy: SuccessPolicy = SuccessPolicy.DEFAULT
 
     def replicas(self, rtype: ReplicaType) -> int:
         spec = self.mxReplicaSpecs.get(rtype)

@@ -16,6 +16,7 @@ from app.core.model.spec import (
     ReplicaType,
     RestartPolicy,
     RunPolicy,
+    SuccessPolicy,
 )
 from tests.support.jobs import replica, train_spec
 
@@ -60,6 +61,7 @@ def test_a_minimal_spec_gets_the_defaults() -> None:
             "suspend": False,
             "schedulingPolicy": None,
         },
+        "successPolicy": SuccessPolicy.DEFAULT,
     }
 
 
