@@ -5,6 +5,13 @@ from typing import Any
 from app.core.model.spec import BY_LOWERED
 from app.core.validate.validation import LEGACY_RUN_POLICY_FIELDS
 
+_SUCCESS_POLICY_NOTE = (
+    "spec.successPolicy: mxnet-operator v1beta1's success rule, read as it read it: AllWorkers "
+    "makes a train job with a Scheduler succeed when every Worker has succeeded, not when the "
+    'Scheduler exits; "" (the default) leaves success to the Scheduler, a single Worker or '
+    "the Tuner"
+)
+
 
 def legacy_notes(job: Any) -> list[str]:
     """One line per legacy field of `job`: where it is, and how the hook reads it."""
@@ -17,6 +24,8 @@ def legacy_notes(job: Any) -> list[str]:
         for field in LEGACY_RUN_POLICY_FIELDS
         if field in spec
     ]
+    if "successPolicy" in spec:
+        notes.append(_SUCCESS_POLICY_NOTE)
     replicas = spec.get("mxReplicaSpecs")
     for key, replica in replicas.items() if isinstance(replicas, dict) else ():
         rtype = BY_LOWERED.get(str(key).lower())

@@ -8,8 +8,9 @@ from typing import Any
 
 import yaml
 
-# The CRD as shipped; the image copies it to the same place beside app/ (Dockerfile).
-CRD_FILE = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
+# The CRD as shipped, beside this module: in a checkout a link to manifests/base/crd.yaml, in an
+# installed package (and the image) the file itself (pyproject.toml, package-data).
+CRD_FILE = Path(__file__).with_name("crd.yaml")
 # libyaml where PyYAML has it (its wheels do): the same objects, read several times faster.
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # The closest known field is named when difflib rates it this similar (0 to 1).
@@ -17,10 +18,16 @@ CLOSE = 0.75
 
 
 @functools.cache
+def crd() -> dict[str, Any]:
+    """The CRD as shipped (read once: callers do not change it)."""
+    loaded: dict[str, Any] = yaml.load(CRD_FILE.read_text(), Loader=LOADER)
+    return loaded
+
+
+@functools.cache
 def crd_schema() -> dict[str, Any]:
     """The CRD's openAPIV3Schema (read once: callers do not change it)."""
-    crd = yaml.load(CRD_FILE.read_text(), Loader=LOADER)
-    (version,) = crd["spec"]["versions"]
+    (version,) = crd()["spec"]["versions"]
     schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
     return schema
 

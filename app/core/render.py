@@ -76,10 +76,30 @@ def render_documents(
     out: list[Any] = []
     invalid: list[str] = []
     for n, document in enumerate(documents):
-        job, *children = _render_one(n, document, now, namespace, child_types)
-        out += _expanded([job, *children]) if expand else [job, *children]
-        invalid += [f"document {n + 1}: {m}" for m in invalid_spec_messages(job["status"])]
+        if not isinstance(document, dict) or document.get("kind") != kinds.MXJOB:
+            raise RenderError(f"document {n + 1} is not an MXJob")
+        try:
+            answer, refusals = render_job(document, now, namespace, expand, child_types)
+        except RenderError as err:
+            raise RenderError(f"document {n + 1}: {err}") from None
+        out += answer
+        invalid += [f"document {n + 1}: {m}" for m in refusals]
     return Rendered(yaml.safe_dump_all(out, sort_keys=False), invalid)
+
+
+def render_job(
+    job: dict[str, Any],
+    now: datetime,
+    namespace: str = "default",
+    expand: bool = False,
+    child_types: tuple[str, ...] = CHILD_TYPES,
+) -> tuple[list[Any], list[str]]:
+    """The MXJob `job` with the status the hook gives it at its creation and its children (each
+    container's environment as its process reads it, with `expand`), and the messages of the
+    hook's refusals; RenderError if the hook cannot read it as a job."""
+    documents = _render_one(job, now, namespace, child_types)
+    refusals = invalid_spec_messages(documents[0]["status"])
+    return (_expanded(documents) if expand else documents), refusals
 
 
 def _is_list(document: Any) -> bool:
@@ -87,10 +107,8 @@ def _is_list(document: Any) -> bool:
 
 
 def _render_one(
-    n: int, job: Any, now: datetime, namespace: str, child_types: tuple[str, ...]
+    job: dict[str, Any], now: datetime, namespace: str, child_types: tuple[str, ...]
 ) -> list[Any]:
-    if not isinstance(job, dict) or job.get("kind") != kinds.MXJOB:
-        raise RenderError(f"document {n + 1} is not an MXJob")
     meta = job.get("metadata")
     if isinstance(meta, dict) and not meta.get("namespace"):
         job = job | {"metadata": meta | {"namespace": namespace}}
@@ -102,7 +120,7 @@ def _render_one(
             # A new job's first answer is its status alone: the sync its write brings creates.
             answer = sync(request | {"parent": job | {"status": answer["status"]}}, now, ())
     except BadRequest as err:
-        raise RenderError(f"document {n + 1}: {err}") from None
+        raise RenderError(str(err)) from None
     return [job | {"status": answer["status"]}, *answer["children"]]
 
 

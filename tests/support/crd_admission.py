@@ -1,20 +1,20 @@
 """Admit an MXJob the way the API server would with our CRD: its schema, then its CEL rules.
 
 The CRD's structural schema is checked with `jsonschema` after a small conversion, and its
-`x-kubernetes-validations` rules are evaluated with `cel-python`, each at the node it is declared
-on, as the API server does. Like the API server, CEL rules are not evaluated when the schema
+`x-kubernetes-validations` rules are evaluated by `render`'s own evaluator (app/cli/rules.py,
+`cel-python`), each at the node it is declared on, as the API server does. Like the API server, CEL rules are not evaluated when the schema
 already found a blocking error (a wrong type, an unsupported enum value, a missing or too long
 field, an unknown field); it then reports that some rules were not checked.
 """
 
 import functools
+import re
 from collections.abc import Iterator
 from typing import Any
 
-import celpy
 import jsonschema
-from celpy.adapter import json_to_cel
 
+from app.cli import rules as crd_rules
 from app.cli import schema as render_schema
 
 CRD_FILE = render_schema.CRD_FILE
@@ -45,12 +45,15 @@ def admission_errors(obj: dict[str, Any]) -> list[str]:
 
 def cel_errors(obj: dict[str, Any]) -> list[str]:
     """Messages of the CEL rules that `obj` breaks, as `path: message`, sorted."""
-    return sorted(_walk(openapi_schema(), obj, ""))
+    # The cases name a replica spec as `spec.mxReplicaSpecs.Worker`, the evaluator as the API
+    # server does, `spec.mxReplicaSpecs[Worker]` (tests/support/wording.py turns one to the other).
+    found = (str(problem) for problem in crd_rules.broken(openapi_schema(), obj))
+    return sorted(re.sub(r"\[([A-Za-z]\w*)\]", r".\1", line) for line in found)
 
 
 def rules() -> list[dict[str, Any]]:
     """Every x-kubernetes-validations rule of the CRD."""
-    return list(_rules(openapi_schema()))
+    return list(crd_rules.every_rule(openapi_schema()))
 
 
 @functools.cache
@@ -88,58 +91,3 @@ def _path(parts: Any) -> str:
     for part in parts:
         out += f"[{part}]" if isinstance(part, int) else f".{part}"
     return out.lstrip(".")
-
-
-def _walk(schema: dict[str, Any], value: Any, path: str) -> Iterator[str]:
-    rules = schema.get("x-kubernetes-validations", [])
-    activation = {"self": json_to_cel(value)} if rules else {}  # once for all of the node's rules
-    for rule in rules:
-        if not _holds(rule["rule"], activation):
-            yield f"{(path + rule.get('fieldPath', '')).lstrip('.')}: {rule['message']}"
-    yield from _children(schema, value, path)
-
-
-def _children(schema: dict[str, Any], value: Any, path: str) -> Iterator[str]:
-    properties = schema.get("properties", {})
-    if isinstance(value, dict):
-        extra = schema.get("additionalProperties")
-        for key, item in value.items():
-            sub = properties.get(key, extra if isinstance(extra, dict) else None)
-            if sub is not None:
-                yield from _walk(sub, item, f"{path}.{key}")
-    if isinstance(value, list) and "items" in schema:
-        for n, item in enumerate(value):
-            yield from _walk(schema["items"], item, f"{path}[{n}]")
-
-
-def _holds(rule: str, activation: dict[str, Any]) -> bool:
-    result = _program(rule).evaluate(activation)
-    if not isinstance(result, celpy.celtypes.BoolType):
-        raise AssertionError(f"CEL rule {rule!r} did not evaluate to a bool: {result!r}")
-    return bool(result)
-
-
-@functools.cache
-def _program(rule: str) -> Any:
-    env = celpy.Environment()
-    return env.program(env.compile(rule), functions=KUBERNETES_LIBRARY)
-
-
-def _sum(items: Any) -> Any:
-    return celpy.celtypes.IntType(sum(items))
-
-
-# The part of Kubernetes' CEL library (k8s.io/apiserver/pkg/cel/library) the CRD's rules use
-# and cel-python lacks: `list.sum()`.
-KUBERNETES_LIBRARY = {"sum": _sum}
-
-
-def _rules(schema: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(schema, dict):
-        yield from schema.get("x-kubernetes-validations", [])
-        for key, value in schema.items():
-            if key != "x-kubernetes-validations":
-                yield from _rules(value)
-    elif isinstance(schema, list):
-        for item in schema:
-            yield from _rules(item)

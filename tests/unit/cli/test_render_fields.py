@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from app.cli import main as cli
+from app.cli.admission import NOT_CHECKED
 from app.cli.schema import unknown_to
 from tests.support import REPO
 from tests.support import jobs as s
@@ -77,7 +78,7 @@ def test_an_unknown_field_is_named_with_its_path(
 ) -> None:
     code, err = render(monkeypatch, capsys, with_field(path, value))
     suggestion = f', did you mean "{hint}"?' if hint else ""
-    assert (code, err) == (1, [f'document 1: unknown field "{path}"{suggestion}'])
+    assert (code, err) == (1, [f'default/mnist: unknown field "{path}"{suggestion}'])
 
 
 def test_imagee_is_named_as_the_unknown_field_it_is(
@@ -86,9 +87,9 @@ def test_imagee_is_named_as_the_unknown_field_it_is(
     job = with_field(f"{CONTAINER}.imagee", "mxnet:1.9.1")
     del job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
     assert render(monkeypatch, capsys, job) == (1, [
-        f'document 1: unknown field "{CONTAINER}.imagee", did you mean "image"?',
-        f"document 1: MXJob mnist has an invalid spec: {CONTAINER}.image: "
-        "must be a non-empty string.",
+        f'default/mnist: unknown field "{CONTAINER}.imagee", did you mean "image"?',
+        f"default/mnist: {CONTAINER}.image: Required value",
+        f"default/mnist: {NOT_CHECKED}",
     ])  # fmt: skip
 
 
@@ -116,12 +117,12 @@ def test_legacy_fields_are_accepted_and_noted(
         "mxReplicaSpecs": {"worker": s.replica(1, "Never") | {"label": "gpu"}},
     })  # fmt: skip
     assert render(monkeypatch, capsys, job) == (0, [
-        "document 1: note: spec.cleanPodPolicy: mxnet-operator's place for it, accepted as "
+        "default/mnist: note: spec.cleanPodPolicy: mxnet-operator's place for it, accepted as "
         "spec.runPolicy.cleanPodPolicy",
-        "document 1: note: spec.backoffLimit: mxnet-operator's place for it, accepted as "
+        "default/mnist: note: spec.backoffLimit: mxnet-operator's place for it, accepted as "
         "spec.runPolicy.backoffLimit (spec.runPolicy's wins)",
-        "document 1: note: spec.mxReplicaSpecs.worker: accepted as Worker (any case)",
-        "document 1: note: spec.mxReplicaSpecs.worker.label: the legacy tune label, accepted "
+        "default/mnist: note: spec.mxReplicaSpecs.worker: accepted as Worker (any case)",
+        "default/mnist: note: spec.mxReplicaSpecs.worker.label: the legacy tune label, accepted "
         "(the template's annotation tuner-server-key wins)",
     ])  # fmt: skip
 
