@@ -33,18 +33,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip || { rm -rf $(VENV); exit 1; }
 
-# The image's lock: every package at the version and hashes the image installs.
-$(VENV)/.runtime: requirements.lock | $(BIN)/python
+# The image's lock: every package at the version and hashes the image installs; then the checkout
+# itself, editable and without dependencies (the lock has them), for $(BIN)/mxjob-controller.
+$(VENV)/.runtime: requirements.lock pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/pip install --quiet --no-deps --editable .
 	touch $@
 
 # The images' locks first, so that the venv holds the versions they pin (the lock test reads
-# their requirements from it), then what the tests need on top.
+# their requirements from it), then what the tests need on top, and the checkout as .runtime has it.
 $(VENV)/.dev: requirements.lock examples/image/requirements.lock requirements.txt \
-    requirements-dev.txt | $(BIN)/python
+    requirements-dev.txt pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock \
 	    -r examples/image/requirements.lock
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	$(BIN)/pip install --quiet --no-deps --editable .
 	touch $@
 
 run: $(VENV)/.runtime

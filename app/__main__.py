@@ -1,7 +1,7 @@
-"""`python -m app`: the commands of app/cli/main.py."""
+"""`python -m app`: the commands of app/cli/main.py, as the `mxjob-controller` command runs them."""
 
 import sys
 
-from app.cli.main import main
+from app.cli.entry import run
 
-sys.exit(main())
+sys.exit(run("python -m app"))

@@ -28,8 +28,9 @@ def ttl_controller(host: str, port: int, log_level: str) -> int:
     return 0
 
 
-def kueue_status(host: str, port: int) -> int:
-    """Write the Workloads' status until killed, /healthz and /metrics on `host`:`port`."""
+def kueue_status(host: str, port: int, prog: str = "mxjob-controller kueue-status") -> int:
+    """Write the Workloads' status until killed, /healthz and /metrics on `host`:`port`; 2 at
+    once, with a line on stderr prefixed with `prog`, if there is no cluster to talk to."""
     from app.controllers.kueuestatus import watch
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -40,7 +41,7 @@ def kueue_status(host: str, port: int) -> int:
     try:
         client = Client(field_manager=watch.FIELD_MANAGER)
     except ConfigError as err:
-        print(f"python -m app kueue-status: no cluster to talk to: {err}", file=sys.stderr)
+        print(f"{prog}: no cluster to talk to: {err}", file=sys.stderr)
         return 2
     listed = threading.Event()
     with probes.serving(host, port, watch.REGISTRY, listed.is_set):

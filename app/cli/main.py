@@ -1,45 +1,58 @@
-"""Command line: `python -m app serve` runs the hook, `python -m app render` dry-runs a job,
-`python -m app ttl-controller` deletes finished jobs whose TTL has passed,
-`python -m app kueue-status` runs the Kueue Workload-status writer (docs/kueue.md),
-`python -m app takeover` hands training-operator's running MXJobs over to Metacontroller
-(docs/migrating-from-training-operator.md)."""
+"""Command line (`mxjob-controller`, or `python -m app`): `serve` runs the hook, `render`
+dry-runs a job, `ttl-controller` deletes finished jobs whose TTL has passed, `kueue-status`
+runs the Kueue Workload-status writer (docs/kueue.md), `takeover` hands training-operator's
+running MXJobs over to Metacontroller (docs/migrating-from-training-operator.md)."""
 
 import argparse
-import sys
 
 from app import __version__
-from app.cli import render
+from app.cli import serve
 from app.core.render import CHILD_TYPES, INLINE_CHILD_TYPES
-from app.service.errors import SettingsError
+
+# After the commands' own help: what Ctrl-C does, the same for every command.
+CTRL_C = (
+    "Ctrl-C stops any command without a traceback: serve and ttl-controller finish the work in "
+    "flight and exit 0, the others exit 130 at once."
+)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the command `argv` names; return the exit code."""
-    args = _parser().parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "mxjob-controller") -> int:
+    """Run the command `argv` names (sys.argv's by default), as `prog`; return the exit code."""
+    args = _parser(prog).parse_args(argv)
     if args.command == "serve":
-        return _serve(args.host, args.port)
+        return serve.run(args.host, args.port, f"{prog} serve")
     if args.command in ("kueue-status", "ttl-controller"):
         # Imported by the commands that run them: `render` starts without their clients.
         from app.cli import components
 
         if args.command == "kueue-status":
-            return components.kueue_status(args.host, args.port)
+            return components.kueue_status(args.host, args.port, f"{prog} kueue-status")
         return components.ttl_controller(args.host, args.port, args.log_level)
     if args.command == "takeover":
         from app.cli import takeover
 
         return takeover.run(args)
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
+    # Imported by the command that runs it: `serve` starts without jsonschema and cel-python.
+    from app.cli import render
+
     return render.run(args.file, args.namespace, args.expand, child_types)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m app", description=__doc__)
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__, epilog=CTRL_C)
     parser.add_argument("--version", action="version", version=f"mxjob-controller {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve the sync hook")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=_port, default=8080)
+    hook = commands.add_parser(
+        "serve",
+        help="serve the sync hook",
+        description="Serve the sync hook (POST /sync, GET /healthz, GET /metrics) until SIGTERM "
+        "or Ctrl-C.",
+        epilog=serve.settings_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    hook.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
+    hook.add_argument("--port", type=_port, default=8080, help="port to listen on (%(default)s)")
     dry_run = commands.add_parser(
         "render",
         help="print the status and children the hook gives MXJobs at creation; "
@@ -101,20 +114,6 @@ def takeover_parser(
         action="store_true",
         help="skip that check (a training-operator installed otherwise, already removed)",
     )
-
-
-def _serve(host: str, port: int) -> int:
-    # Imported here, as the components are: `render` starts without uvicorn.
-    from app.service import server, settings
-
-    try:
-        config = settings.from_env()
-    except SettingsError as err:
-        for line in str(err).splitlines():
-            print(f"python -m app serve: {line}", file=sys.stderr)
-        return 2
-    server.run(config, host, port)
-    return 0
 
 
 def component(

@@ -30,6 +30,12 @@ def run(args: argparse.Namespace) -> int:
     except TakeoverError as err:
         print(f"{PROG}: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C: the exit code is the command line's (app/cli/entry.py); a cluster half taken
+        # over is no harm, as long as the takeover is run again.
+        if not args.dry_run:
+            _warn(f"{PROG}: interrupted; what it changed stays, run it again to finish")
+        raise
     finally:
         client.close()
 

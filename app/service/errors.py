@@ -36,3 +36,8 @@ class ClientGone(Exception):
 class SettingsError(ValueError):
     """A setting from the environment is out of its range: one line per variable, naming it
     and what it allows (app/service/settings.py)."""
+
+
+class CannotListen(Exception):
+    """The address `serve` is to listen on is taken by another process, or not this machine's:
+    found before the hook starts, so that no line says it did."""

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import uvicorn
@@ -15,7 +16,7 @@ from uvicorn.protocols.http import h11_impl
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from app.service import jsonlog as logs
-from app.service import metrics, settings
+from app.service import listening, metrics, settings
 from app.service.quiet import QuietServer
 
 try:
@@ -264,9 +265,12 @@ def settle_memory() -> None:
     gc.set_threshold(*GC_THRESHOLD)
 
 
-def run(config: settings.Settings, host: str, port: int) -> None:
+def run(config: settings.Settings, host: str, port: int, warnings: Sequence[str] = ()) -> None:
+    """Serve until SIGTERM, or Ctrl-C once the requests in flight are answered; `warnings` are
+    logged once the logs are set up. CannotListen before anything else if it cannot listen."""
     from app.service import web  # here, not above: `render` does without FastAPI
 
+    listening.check(host, port)
     app = web.create_app(config)  # before the collector settles: it lives as long as the process
     settle_memory()
     server = QuietServer(
@@ -280,6 +284,13 @@ def run(config: settings.Settings, host: str, port: int) -> None:
             **options(config),
         )
     )
-    server.run()
+    for line in warnings:
+        log.warning(line)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        # uvicorn raises again the Ctrl-C it shut down on: a graceful shutdown is a clean exit.
+        if not server.started or server.force_exit:
+            raise
     if not server.started:
         raise SystemExit(STARTUP_FAILURE)

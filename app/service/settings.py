@@ -1,7 +1,7 @@
 """The service's settings, read from the environment once at start-up."""
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from types import NoneType, UnionType
@@ -11,60 +11,116 @@ from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validat
 from pydantic_core import ErrorDetails
 
 from app.core.validate.costs import MiB
+from app.service import settingfiles
 from app.service.errors import SettingsError
 
 PREFIX = "MXJOB_"
+# The key of a field's json_schema_extra that says what its unset default (None) means.
+UNSET = "unset"
 
 
 class Settings(BaseModel):
-    # Answer as if it were this moment (RFC 3339). For tests and for reproducing a golden
-    # answer with curl; never set it in a cluster, where deadlines and TTLs need the clock.
-    frozen_clock: datetime | None = None
-    # Largest request body accepted; larger ones get 413 before they are read. Validation
-    # admits only jobs whose sync request, once every child exists, is estimated at no more
-    # than 48 MiB (app/core/validate/sizerule.py, the size rule; docs/reliability.md has the sizes
-    # measured). The rest is headroom for what others add to children.
-    max_body_bytes: int = Field(default=64 * MiB, gt=0)
-    # A sync that takes longer than this is logged as a warning (Metacontroller gives up at
-    # its webhook timeout, 10 s by default).
-    slow_sync_seconds: float = Field(default=2.0, gt=0)
-    # Bearer token that /sync requires; off when neither it nor the file is set. The file
-    # (a mounted Secret) is read again whenever it changes, so a rotated Secret needs no
-    # restart.
-    auth_token: SecretStr | None = None
-    auth_token_file: Path | None = None
-    # Serve HTTPS with this certificate chain and key (PEM files).
-    tls_cert_file: Path | None = None
-    tls_key_file: Path | None = None
-    # Python log level name for the JSON logs.
-    log_level: str = "INFO"
-    # Metacontroller's webhook timeout (the CompositeController's `timeout`, 10 s by default):
-    # work still queued after this long is dropped, since nobody waits for its answer, and
-    # the read and send deadlines below default to fractions of it.
-    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
-    # A connection must deliver a whole request head this soon after it opens or after its
-    # previous answer, or it is closed: idle and slow-header connections hold no slot.
-    header_timeout_seconds: float = Field(default=5.0, gt=0)
-    # A body must keep arriving (no gap longer than the first) and be complete within the
-    # second, counted from its request head; else 408 and its slot is released. Unset: a
-    # fifth and four fifths of the webhook timeout.
-    read_chunk_timeout_seconds: float | None = Field(default=None, gt=0)
-    read_timeout_seconds: float | None = Field(default=None, gt=0)
-    # An answer must be taken by the client within this long of its first byte, or the
-    # connection is cut and the answer's memory freed. Unset: the webhook timeout.
-    send_timeout_seconds: float | None = Field(default=None, gt=0)
-    # Bytes of request bodies and answers held at once; a request that does not fit gets
-    # 429 (or waits, if large, until its deadline, then 503). Unset: MXJOB_MAX_BODY_BYTES,
-    # so that one request of the largest size always fits (docs/reliability.md).
-    bytes_in_flight: int | None = Field(default=None, gt=0)
-    # Open connections; a request on a connection over the limit gets 503 (uvicorn's
-    # limit_concurrency). Each costs at most ~80 KiB of buffers (16 KiB of head, 64 KiB of
-    # body before reading pauses).
-    max_connections: int = Field(default=256, gt=0)
-    # uvicorn's HTTP parser and event loop: httptools on uvloop (C, the default), or h11 on
-    # asyncio (pure Python, the stack of earlier versions; same deadlines and limits), a way
-    # back without a new image should the C stack misbehave.
-    http: Literal["httptools", "h11"] = "httptools"
+    """Each field is the variable MXJOB_<NAME>; its description and default are what
+    `serve --help` lists."""
+
+    # For tests and for reproducing a golden answer with curl; never set it in a cluster, where
+    # deadlines and TTLs need the clock.
+    frozen_clock: datetime | None = Field(
+        default=None,
+        description="answer as if it were this moment (for tests; never in a cluster)",
+        json_schema_extra={UNSET: "the system clock"},
+    )
+    # Validation admits only jobs whose sync request, once every child exists, is estimated at
+    # no more than 48 MiB (app/core/validate/sizerule.py, the size rule; docs/reliability.md has
+    # the sizes measured). The rest is headroom for what others add to children.
+    max_body_bytes: int = Field(
+        default=64 * MiB,
+        gt=0,
+        description="largest request body accepted; a larger one gets 413 before it is read",
+    )
+    # Metacontroller gives up at its webhook timeout, 10 s by default.
+    slow_sync_seconds: float = Field(
+        default=2.0, gt=0, description="a sync that takes longer is logged as a warning"
+    )
+    # The file (a mounted Secret) is read again whenever it changes, so a rotated Secret needs
+    # no restart.
+    auth_token: SecretStr | None = Field(
+        default=None,
+        description="bearer token that /sync requires",
+        json_schema_extra={UNSET: "no token required, unless MXJOB_AUTH_TOKEN_FILE is set"},
+    )
+    auth_token_file: Path | None = Field(
+        default=None,
+        description="file holding that token (a mounted Secret), read again when it changes",
+        json_schema_extra={UNSET: "no token required, unless MXJOB_AUTH_TOKEN is set"},
+    )
+    tls_cert_file: Path | None = Field(
+        default=None,
+        description="serve HTTPS with this PEM certificate chain (and MXJOB_TLS_KEY_FILE)",
+        json_schema_extra={UNSET: "plain HTTP"},
+    )
+    tls_key_file: Path | None = Field(
+        default=None,
+        description="the unencrypted PEM private key of MXJOB_TLS_CERT_FILE's certificate",
+        json_schema_extra={UNSET: "plain HTTP"},
+    )
+    log_level: str = Field(
+        default="INFO",
+        description="level of the JSON log lines: DEBUG, INFO, WARNING, ERROR or CRITICAL",
+    )
+    # The CompositeController's `timeout`: nobody waits for an answer after it.
+    webhook_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="Metacontroller's webhook timeout: work still queued after it is dropped, "
+        "and the read and send deadlines default to fractions of it",
+    )
+    # Idle and slow-header connections hold no slot.
+    header_timeout_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="a connection that sends no whole request head this soon after it opens "
+        "or after its previous answer is closed",
+    )
+    read_chunk_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="longest gap while a body arrives, else 408",
+        json_schema_extra={UNSET: "a fifth of MXJOB_WEBHOOK_TIMEOUT_SECONDS"},
+    )
+    read_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="a whole body must arrive this soon after its request head, else 408",
+        json_schema_extra={UNSET: "four fifths of MXJOB_WEBHOOK_TIMEOUT_SECONDS"},
+    )
+    # The connection is cut and the answer's memory freed.
+    send_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="an answer not taken this soon after its first byte is dropped",
+        json_schema_extra={UNSET: "MXJOB_WEBHOOK_TIMEOUT_SECONDS"},
+    )
+    # Its default lets one request of the largest size always fit (docs/reliability.md).
+    bytes_in_flight: int | None = Field(
+        default=None,
+        gt=0,
+        description="bytes of request bodies and answers held at once; a request that does not "
+        "fit gets 429 (or, if large, waits until its deadline, then 503)",
+        json_schema_extra={UNSET: "MXJOB_MAX_BODY_BYTES"},
+    )
+    # uvicorn's limit_concurrency. Each costs at most ~80 KiB of buffers (16 KiB of head, 64 KiB
+    # of body before reading pauses).
+    max_connections: int = Field(
+        default=256, gt=0, description="open connections; a request on one more gets 503"
+    )
+    # h11 is the stack of earlier versions (same deadlines and limits): a way back without a new
+    # image should the C stack misbehave.
+    http: Literal["httptools", "h11"] = Field(
+        default="httptools",
+        description="HTTP parser and event loop: httptools on uvloop (C), or h11 on asyncio "
+        "(pure Python)",
+    )
 
     @field_validator("frozen_clock")
     @classmethod
@@ -88,6 +144,16 @@ class Settings(BaseModel):
             raise ValueError("must be a readable file")
         return value
 
+    @field_validator("auth_token_file")
+    @classmethod
+    def _holds_a_token(cls, value: Path | None) -> Path | None:
+        return _checked(value, settingfiles.token_problem)
+
+    @field_validator("tls_cert_file")
+    @classmethod
+    def _pem_chain(cls, value: Path | None) -> Path | None:
+        return _checked(value, settingfiles.certificate_problem)
+
     @field_validator("log_level")
     @classmethod
     def _level(cls, value: str) -> str:
@@ -101,6 +167,12 @@ class Settings(BaseModel):
             raise ValueError("set MXJOB_AUTH_TOKEN or MXJOB_AUTH_TOKEN_FILE, not both")
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("MXJOB_TLS_CERT_FILE and MXJOB_TLS_KEY_FILE go together")
+        if self.tls_cert_file is not None and self.tls_key_file is not None:
+            problem = settingfiles.key_problem(self.tls_cert_file, self.tls_key_file)
+            if problem:
+                raise ValueError(
+                    f"{variable('tls_key_file')}={str(self.tls_key_file)!r}: {problem}"
+                )
         if self.bytes_in_flight is not None and self.bytes_in_flight < self.max_body_bytes:
             raise ValueError("MXJOB_BYTES_IN_FLIGHT must be at least MXJOB_MAX_BODY_BYTES")
         return self
@@ -170,3 +242,24 @@ def _line(error: ErrorDetails, fields: dict[str, str]) -> str:
     if error["type"] != "value_error":  # pydantic's own check: say the range instead
         rule = f"must be {allowed(name)}"
     return f"{variable(name)}={shown}: {rule}"
+
+
+def default(name: str) -> str:
+    """The default of the setting `name` as `serve --help` shows it, e.g. "2" or "plain HTTP"."""
+    info = Settings.model_fields[name]
+    if info.default is None:
+        extra = info.json_schema_extra
+        assert isinstance(extra, dict), f"{name} says nowhere what its unset default means"
+        return str(extra[UNSET])
+    if isinstance(info.default, float):
+        return f"{info.default:g}"
+    if isinstance(info.default, int) and info.default % MiB == 0:
+        return f"{info.default} ({info.default // MiB} MiB)"
+    return str(info.default)
+
+
+def _checked(value: Path | None, problem: Callable[[Path], str | None]) -> Path | None:
+    found = None if value is None else problem(value)
+    if found:
+        raise ValueError(found)
+    return value

@@ -4,7 +4,7 @@ kube-controller-manager's garbage collector (scripts/kube-controllers), training
 `kubeflow.org_mxjobs` CRD as released (tests/fixtures/training-operator), jobs and pods stored
 as training-operator wrote them, then the page's commands (read from the page) and the real
 hook and Metacontroller. What it shows:
-1. the page's check (`kubectl get mxjobs -A -o yaml | python -m app render -`) passes these jobs;
+1. the page's check (`kubectl get mxjobs -A -o yaml | mxjob-controller render -`) passes these jobs;
 2. deleting a running job (step 2) deletes its pods with it: training-operator's controller
    ownerReferences are still on them;
 3. the overlay's `kubectl apply --server-side --force-conflicts` (step 4) replaces the CRD in
@@ -84,7 +84,7 @@ def stack(
 
 def switching_commands() -> list[str]:
     """The page's steps 1, 2 and 4 (the render check, the listing and delete, the install)."""
-    needles = ("python -m app render", "kubectl delete mxjob", "kubectl apply --server-side")
+    needles = ("mxjob-controller render", "kubectl delete mxjob", "kubectl apply --server-side")
     return [shell_block(PAGE, needle) for needle in needles]
 
 

@@ -209,7 +209,7 @@ def the_pages_steps_1_and_2(stack: Stack, port: int) -> list[str]:
     training-operator's arguments."""
     server = stack.server
     with to.run(stack.release, server, stack.workdir, port, to.deployment_args(server)):
-        checked = shell(stack, shell_block(PAGE, "python -m app render"))
+        checked = shell(stack, shell_block(PAGE, "mxjob-controller render"))
         assert checked.returncode == 0, checked.stderr
         block = shell_block(PAGE, "kubectl delete mxjob")
         listing, delete = listing_and_delete(block, "deleted", LEGACY)

@@ -37,7 +37,10 @@ def server_verdict(apiserver: Any, namespace: str, case: Case, folder: Path) -> 
             url,
             params={"dryRun": "All", "fieldValidation": "Strict"},
             content=case.text.encode(),
-            headers={"Authorization": f"Bearer {apiserver.token}", "Content-Type": "application/yaml"},
+            headers={
+                "Authorization": f"Bearer {apiserver.token}",
+                "Content-Type": "application/yaml",
+            },
             verify=ssl.create_default_context(cafile=str(apiserver.ca_cert)),
             timeout=30,
         )

@@ -153,7 +153,7 @@ def test_a_token_file_that_breaks_keeps_the_last_good_token(tmp_path: Path) -> N
         pytest.param(
             {"MXJOB_AUTH_TOKEN": "a", "MXJOB_AUTH_TOKEN_FILE": __file__}, "not both", id="both"
         ),
-        pytest.param({"MXJOB_TLS_CERT_FILE": __file__}, "go together", id="cert-without-key"),
+        pytest.param({"MXJOB_TLS_CERT_FILE": __file__}, "is not PEM", id="cert-not-pem"),
         pytest.param({"MXJOB_TLS_KEY_FILE": "/k"}, "readable file", id="missing-key"),
         pytest.param({"MXJOB_MAX_BODY_BYTES": "0"}, "greater than 0", id="zero-limit"),
         pytest.param({"MXJOB_SLOW_SYNC_SECONDS": "-1"}, "greater than 0", id="negative-budget"),

@@ -22,7 +22,7 @@ from localcluster.realstack import hook_command
 from tests.support import REPO
 from tests.support import jobs as s
 from tests.support.hooked import sync
-from tests.support.servers import Server, start
+from tests.support.servers import Server, serving, start
 
 CLOCK = {"MXJOB_FROZEN_CLOCK": s.NOW.isoformat()}
 
@@ -188,3 +188,37 @@ def test_tokens_headers_and_bodies_are_never_logged() -> None:
     assert outcomes == ["ok", "unauthorized", "bad_request", "bad_request", "too_large"]
     for mark in (SECRET_TOKEN, HEADER_MARK, BODY_MARK):
         assert mark not in text
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_before_the_app_starts() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            hook_command(port), cwd=REPO, capture_output=True, text=True, timeout=60
+        )
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        f"python -m app serve: cannot listen on 127.0.0.1:{port}: "
+        "the address is in use by another process (choose another --port)\n",
+    )
+
+
+def test_a_misspelt_setting_is_warned_about_and_the_hook_starts() -> None:
+    with serving(CLOCK | {"MXJOB_MAX_BODY_BYTE": "512"}) as server:
+        # Not taken: the default limit stands, and a body over 512 bytes is answered.
+        body = orjson.dumps(s.request(s.mxjob(s.train_spec(), name="misspelt")))
+        assert len(body) > 512
+        assert httpx.post(f"{server.url}/sync", content=body, timeout=10).status_code == 200
+        server.stop()
+        lines = [json.loads(line) for line in server.log_lines()]
+    warned = [(line["level"], line["message"]) for line in lines if "MXJOB_" in line["message"]]
+    assert warned == [
+        (
+            "warning",
+            "MXJOB_MAX_BODY_BYTE is not a setting and is ignored; "
+            "did you mean MXJOB_MAX_BODY_BYTES?",
+        )
+    ]

@@ -96,7 +96,7 @@ def test_copies_only_the_runtime_requirements_the_licence_the_app_and_the_crd() 
     crd = "manifests/base/crd.yaml ./manifests/base/"
     assert copies == ["requirements.lock ./", "LICENSE ./", "app/ ./app/", crd]
     # Where `render` looks for it, relative to app/ as in the image.
-    assert CRD_FILE.relative_to(REPO) == Path(crd.split()[0])
+    assert CRD_FILE.resolve().relative_to(REPO) == Path(crd.split()[0])
 
 
 def test_installs_only_the_lock_by_hash() -> None:

@@ -1,11 +1,12 @@
 """Overlay builds kept between runs (tests/support/kustomize_cache.py) are what kustomize builds
-now: their key sees every file a build reads, and a kept build equals a fresh one."""
+now: their key sees every file a build reads, a kept build equals a fresh one, and the objects
+kept as JSON are the build's."""
 
 from pathlib import Path
 
 import pytest
 
-from tests.support import kustomize, kustomize_cache
+from tests.support import kustomize, kustomize_cache, yamls
 from tests.support.kustomize_cache import ROOTS, cached, inputs_digest, outside_references
 
 KUSTOMIZATION = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
@@ -74,3 +75,22 @@ def test_a_kept_build_is_read_and_a_missing_one_built(
 @pytest.mark.parametrize("overlay", ["standalone", "with-metacontroller"])
 def test_a_kept_build_is_the_build_kustomize_gives_now(overlay: str) -> None:
     assert kustomize.build_overlay(overlay) == kustomize.built(kustomize.OVERLAYS / overlay)
+
+
+@pytest.mark.parametrize("overlay", ["standalone", "with-metacontroller"])
+def test_the_objects_kept_as_json_are_the_builds(overlay: str) -> None:
+    objects = yamls.load_all(kustomize.build_overlay(overlay))
+    assert list(kustomize.overlay_objects(overlay)) == objects
+
+
+def test_objects_that_json_would_change_are_refused() -> None:
+    with pytest.raises(AssertionError, match="do not read back the same"):
+        kustomize.as_json([{"metadata": {"labels": {1: "a number as a key"}}}])
+
+
+def test_the_objects_are_kept_in_a_json_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kustomize_cache, "folder", tmp_path)
+    assert cached("k", lambda: "[]", suffix=".json") == "[]"
+    assert [p.suffix for p in tmp_path.iterdir()] == [".json"]

@@ -38,7 +38,13 @@ def older_python(tmp_path: Path) -> tuple[Path, str]:
 def project_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "project"
     copy.mkdir()
-    for name in ("Makefile", "requirements.txt", "requirements.lock", "requirements-dev.txt"):
+    for name in (
+        "Makefile",
+        "pyproject.toml",
+        "requirements.txt",
+        "requirements.lock",
+        "requirements-dev.txt",
+    ):
         shutil.copy(REPO / name, copy)
     (copy / "app").mkdir()
     shutil.copy(REPO / "app" / "__init__.py", copy / "app")

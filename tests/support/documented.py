@@ -4,6 +4,7 @@ copies rather than a copy of it."""
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,10 +42,11 @@ def shell_block(page: Path, needle: str) -> str:
 
 
 def run_as_user(script: str, kubectl: Path, kubeconfig: Path) -> subprocess.CompletedProcess[str]:
-    """A command of a page run as a user would, in the repository, `kubectl` on PATH."""
+    """A command of a page run as a user would, in the repository, `kubectl` and
+    `mxjob-controller` (the virtualenv's, installed from the checkout) on PATH."""
     env = {
         **os.environ,
-        "PATH": f"{kubectl.parent}:{os.environ['PATH']}",
+        "PATH": f"{kubectl.parent}:{Path(sys.executable).parent}:{os.environ['PATH']}",
         "KUBECONFIG": str(kubeconfig),
     }
     return subprocess.run(

@@ -40,12 +40,12 @@ def inputs_digest(roots: tuple[Path, ...], kubectl: str) -> str:
     return digest.hexdigest()
 
 
-def cached(key: str, build: Callable[[], str]) -> str:
+def cached(key: str, build: Callable[[], str], suffix: str = ".yaml") -> str:
     """`build()`'s text, read from the cache folder under `key` if there, else built and
     written there (atomically: two workers building the same key both write whole files)."""
     if folder is None:
         return build()
-    path = folder / f"{hashlib.sha256(key.encode()).hexdigest()}.yaml"
+    path = folder / f"{hashlib.sha256(key.encode()).hexdigest()}{suffix}"
     if path.is_file():
         return path.read_text()
     text = build()

@@ -4,12 +4,14 @@ the commands stop with exit 2 and no traceback."""
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from app.service.errors import SettingsError
 from app.service.settings import Settings, from_env, variable
 from tests.support import REPO
+from tests.support.servers import self_signed
 
 # One bad value per setting, and the line it gets.
 BAD = [
@@ -61,15 +63,18 @@ def test_every_setting_has_a_bad_case() -> None:
 @pytest.mark.parametrize(
     ("env", "line"),
     [
-        pytest.param({"MXJOB_TLS_CERT_FILE": __file__},
+        pytest.param({"MXJOB_TLS_CERT_FILE": "{cert}"},
                      "MXJOB_TLS_CERT_FILE and MXJOB_TLS_KEY_FILE go together", id="pair"),
         pytest.param({"MXJOB_MAX_BODY_BYTES": "1000", "MXJOB_BYTES_IN_FLIGHT": "999"},
                      "MXJOB_BYTES_IN_FLIGHT must be at least MXJOB_MAX_BODY_BYTES", id="budget"),
     ],
 )  # fmt: skip
-def test_a_rule_over_several_settings_names_them(env: dict[str, str], line: str) -> None:
+def test_a_rule_over_several_settings_names_them(
+    env: dict[str, str], line: str, tmp_path: Path
+) -> None:
+    cert = self_signed(tmp_path).cert  # a real certificate: only the key is missing
     with pytest.raises(SettingsError) as raised:
-        from_env(env)
+        from_env({name: value.format(cert=cert) for name, value in env.items()})
     assert str(raised.value) == line
 
 

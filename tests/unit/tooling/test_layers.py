@@ -20,7 +20,9 @@ UPWARD = [
     pytest.param(
         "app/core/mxnet/names.py", "app.core.validate.sizerule", id="mxnet-reads-validate"
     ),
-    pytest.param("app/core/children/desired.py", "app.integrations.events", id="core-reads-a-guest"),
+    pytest.param(
+        "app/core/children/desired.py", "app.integrations.events", id="core-reads-a-guest"
+    ),
 ]
 
 
