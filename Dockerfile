@@ -1,4 +1,5 @@
-# The sync hook's image: the runtime requirements, the `app` package and the CRD `render` reads.
+# The sync hook's image: the runtime requirements, then the package with its `mxjob-controller`
+# command and the CRD `render` reads.
 # Checked without a Docker engine by tests/manifests/test_dockerfile.py (hadolint and a parse of this file).
 # The base by its multi-arch index digest as well as its tag: a re-pushed tag cannot change
 # what is built (docs/security.md, "Supply chain", says where the digest comes from).
@@ -22,19 +23,24 @@ COPY requirements.lock ./
 RUN pip install --no-cache-dir --require-hashes --only-binary=:all: -r requirements.lock
 
 COPY LICENSE ./
-COPY app/ ./app/
-# `render` checks a job against the CRD's schema (app/cli/schema.py reads it beside app/).
-COPY manifests/base/crd.yaml ./manifests/base/
-# Compiled at build time: the root file system is read-only at run time, and the hook writes
+# The package, built from its sources with the base image's own setuptools and wheel (nothing is
+# downloaded: the lock stays all that comes from an index), its dependencies the lock's. `render`
+# checks jobs against the CRD: app/cli/crd.yaml links to manifests/base/crd.yaml, and the package
+# holds the file. The sources go once it is installed: the hook runs from site-packages, compiled
+# by pip at install time, as the root file system is read-only at run time and the hook writes
 # nothing but /tmp. Its files are root's, group 0, world-readable: any UID may run it (OpenShift
 # assigns one from the namespace's range, with group 0), and group 0 reads a mounted Secret
 # whose mode is 0440. USER is numeric, so that Kubernetes can check runAsNonRoot.
-RUN python -m compileall -q app \
+COPY pyproject.toml requirements.txt ./package/
+COPY app/ ./package/app/
+COPY manifests/base/crd.yaml ./package/manifests/base/
+RUN pip install --no-cache-dir --no-deps --no-build-isolation --no-index ./package \
+    && rm -rf package \
     && useradd --system --uid 10001 --gid 0 --no-create-home --shell /usr/sbin/nologin mxjob
 
 USER 10001:0
 EXPOSE 8080
 # `make run` without the virtualenv, listening on all interfaces; `docker run IMAGE render FILE`
 # runs the render command instead.
-ENTRYPOINT ["python", "-m", "app"]
+ENTRYPOINT ["mxjob-controller"]
 CMD ["serve", "--host", "0.0.0.0", "--port", "8080"]

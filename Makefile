@@ -51,7 +51,7 @@ $(VENV)/.dev: requirements.lock examples/image/requirements.lock requirements.tx
 	touch $@
 
 run: $(VENV)/.runtime
-	$(BIN)/python -m app serve --host $(HOST) --port $(PORT)
+	$(BIN)/mxjob-controller serve --host $(HOST) --port $(PORT)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

@@ -21,7 +21,13 @@ from tests.support import REPO, dockerignore
 DOCKERFILE = REPO / "Dockerfile"
 # How every image installs its Python packages: its lock, by hash, from wheels only.
 INSTALL_THE_LOCK = "pip install --no-cache-dir --require-hashes --only-binary=:all: -r {lock}"
-SERVE_ON_ALL_INTERFACES = ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"]
+# And the hook's image its own package, from the sources it copied, with nothing from an index.
+INSTALL_THE_PACKAGE = (
+    "pip install --no-cache-dir --no-deps --no-build-isolation --no-index ./package"
+)
+SERVE_ON_ALL_INTERFACES = ["mxjob-controller", "serve", "--host", "0.0.0.0", "--port", "8080"]
+# The command line's two names: the console command, and `python -m app` (app/__main__.py).
+SPELLINGS = (["mxjob-controller"], ["python", "-m", "app"])
 
 
 def instructions(text: str) -> list[tuple[str, str]]:
@@ -44,12 +50,19 @@ def arguments(instruction: str) -> list[str]:
 
 
 def make_run(host: str, port: str) -> list[str]:
-    """The command `make run HOST=... PORT=...` runs, outside the virtualenv."""
+    """The command `make run HOST=... PORT=...` runs, with the virtualenv's bin on PATH."""
     makefile = (REPO / "Makefile").read_text()
     recipe = re.search(r"^run:.*\n\t(.+)$", makefile, re.MULTILINE)
     assert recipe, "Makefile has no run target"
-    line = recipe.group(1).replace("$(BIN)/python", "python")
+    line = recipe.group(1).replace("$(BIN)/", "")
     return shlex.split(line.replace("$(HOST)", host).replace("$(PORT)", port))
+
+
+def arguments_of(command: list[str]) -> list[str]:
+    """The arguments `command` gives the command line, under either of its names."""
+    spelled = [name for name in SPELLINGS if command[: len(name)] == name]
+    assert spelled, f"{command} does not run the command line"
+    return command[len(spelled[0]) :]
 
 
 def test_hadolint_passes() -> None:
@@ -91,19 +104,31 @@ def test_base_image_is_pinned_python_of_the_project() -> None:
     assert pinned.groups() == requires.groups()
 
 
-def test_copies_only_the_runtime_requirements_the_licence_the_app_and_the_crd() -> None:
+def test_copies_only_the_runtime_requirements_the_licence_and_the_package_sources() -> None:
     copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
-    crd = "manifests/base/crd.yaml ./manifests/base/"
-    assert copies == ["requirements.lock ./", "LICENSE ./", "app/ ./app/", crd]
-    # Where `render` looks for it, relative to app/ as in the image.
+    crd = "manifests/base/crd.yaml ./package/manifests/base/"
+    assert copies == [
+        "requirements.lock ./",
+        "LICENSE ./",
+        "pyproject.toml requirements.txt ./package/",
+        "app/ ./package/app/",
+        crd,
+    ]
+    # What `render` reads, package data beside it: a link, in the sources, to the CRD copied.
+    assert CRD_FILE.relative_to(REPO) == Path("app/cli/crd.yaml")
+    assert CRD_FILE.is_symlink()
     assert CRD_FILE.resolve().relative_to(REPO) == Path(crd.split()[0])
 
 
-def test_installs_only_the_lock_by_hash() -> None:
+def test_installs_only_the_lock_by_hash_and_the_package() -> None:
     """The lock of requirements.txt (tests/manifests/test_locks.py), every file checked against
-    its hashes, wheels only, and nothing else."""
+    its hashes, wheels only; then the package from its sources, nothing from an index, its
+    sources removed (tests/manifests/test_package.py builds it the same way)."""
     installs = [rest for word, rest in dockerfile() if word == "RUN" and "pip" in rest]
-    assert installs == [INSTALL_THE_LOCK.format(lock="requirements.lock")]
+    assert [run.split(" && ")[:2] for run in installs] == [
+        [INSTALL_THE_LOCK.format(lock="requirements.lock")],
+        [INSTALL_THE_PACKAGE, "rm -rf package"],
+    ]
     for line in (REPO / "requirements.txt").read_text().splitlines():
         assert line.startswith("#") or re.fullmatch(r"[A-Za-z0-9_.\-\[\]]+==[\w.]+", line), line
 
@@ -122,7 +147,9 @@ def test_starts_what_make_run_starts_on_all_interfaces() -> None:
 def test_deployment_runs_the_image_command() -> None:
     deployment = yaml.safe_load((REPO / "manifests" / "base" / "deployment.yaml").read_text())
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["command"] == arguments("ENTRYPOINT") + arguments("CMD")
+    assert arguments_of(container["command"]) == arguments_of(
+        arguments("ENTRYPOINT") + arguments("CMD")
+    )
 
 
 def test_image_command_serves_the_same_asgi_app_as_make_run(
@@ -139,8 +166,7 @@ def test_image_command_serves_the_same_asgi_app_as_make_run(
         make_run(host="0.0.0.0", port="8080"),
         arguments("ENTRYPOINT") + arguments("CMD"),
     ):
-        assert command[:3] == ["python", "-m", "app"]
-        cli.main(command[3:])
+        cli.main(arguments_of(command))
     fields = ("host", "port", "loop", "ws", "limit_concurrency", "timeout_keep_alive")
     image, make = ({f: getattr(c, f) for f in fields} for c in configs)
     # Each start makes its own protocol class; what it carries is the deadlines.
@@ -159,6 +185,8 @@ def test_build_context_holds_only_what_the_image_copies() -> None:
         "*",
         "!requirements.lock",
         "!LICENSE",
+        "!pyproject.toml",
+        "!requirements.txt",
         "!app/",
         "!manifests/base/crd.yaml",
         "app/**/__pycache__",
