@@ -29,6 +29,9 @@ from tests.support.hostile import (
 from tests.support.servers import Server, closed_by_peer, wait_for
 
 
+# Resident memory is a timing-sensitive figure: a late collection on a loaded machine (21 MiB
+# once in the parallel run, 13 MiB alone) is not the leak this test is for (38-49 MiB).
+@pytest.mark.serial
 def test_error_answers_to_large_requests_free_their_memory() -> None:
     """A 422 and a 500 (a bug in the core) for a 12 MiB request, three times each: memory
     goes back to where a 200 for the same size left it. Raising those errors across the
