@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from tests.support import REPO
+from tests.support.jobs import one_worker_job
 from tests.support.render_corpus_fields import FIELDS, NULLS, C, W
 
 
@@ -28,23 +29,12 @@ class Case:
 
 
 def base(name: str = "job") -> dict[str, Any]:
-    container = {"name": "mxnet", "image": "mxnet/python:1.9.1_native_py3", "command": ["python"]}
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "MXJob",
-        "metadata": {"name": name},
-        "spec": {
-            "jobMode": "MXTrain",
-            "runPolicy": {"cleanPodPolicy": "Running"},
-            "mxReplicaSpecs": {
-                "Worker": {
-                    "replicas": 1,
-                    "restartPolicy": "Never",
-                    "template": {"spec": {"containers": [container]}},
-                }
-            },
-        },
-    }
+    """The quick start's one-Worker job, with a run policy and a command to vary."""
+    job = one_worker_job(name, "mxnet/python:1.9.1_native_py3")
+    job["spec"] = {"runPolicy": {"cleanPodPolicy": "Running"}, **job["spec"]}
+    (container,) = job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"]
+    container["command"] = ["python"]
+    return job
 
 
 def _set(job: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
