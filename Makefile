@@ -23,6 +23,11 @@ $(BIN)/python $(VENV)/.runtime $(VENV)/.dev $(VENV)/.bench: FORCE
 endif
 endif
 FORCE:
+# The tests' Python processes keep their bytecode (and pytest its rewritten test modules) in
+# .venv/pycache, out of the tree, even where the environment says not to write any
+# (PYTHONDONTWRITEBYTECODE=1): compiling every module again in every process and worker took
+# a tenth of `make fast`.
+KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -69,8 +74,8 @@ typecheck: $(VENV)/.dev
 # goes (docs/development.md).
 WORKERS ?= 3
 unit: $(VENV)/.dev
-	status=0; $(BIN)/pytest -n $(WORKERS) --dist loadgroup -m "not serial" --durations=30 \
-	    || status=$$?; $(BIN)/pytest -m serial --durations=30 && exit $$status
+	status=0; $(KEEP_BYTECODE) $(BIN)/pytest -n $(WORKERS) --dist loadgroup -m "not serial" --durations=30 \
+	    || status=$$?; $(KEEP_BYTECODE) $(BIN)/pytest -m serial --durations=30 && exit $$status
 
 # Every check. The Go builds the tests use start at once in the background, at the lowest CPU
 # priority (scripts/prefetch.sh), so that on a fresh machine they overlap the checks that need
@@ -87,12 +92,13 @@ test-kueue-0.17: $(VENV)/.dev
 	    tests/apiserver/test_kueue_admission.py tests/apiserver/test_kueue_pods_ready.py
 
 # The tier to run on every change: no API server, no MXNet, nothing marked slow (`make test`
-# runs those too), on two pytest-xdist workers (FAST_WORKERS sets how many): 40-46 s on 2 idle
-# cores, 55 s when a change under manifests/ makes every overlay build again, 52-61 s for a
-# fresh clone's first run, measured 2026-11-29; docs/development.md says how to measure it.
+# runs those too), on two pytest-xdist workers (FAST_WORKERS sets how many), property tests on a
+# fifth of their examples (the `fast` hypothesis profile, tests/support/budgets.py); measured
+# figures in docs/development.md, which says how to measure them.
 FAST_WORKERS ?= 2
 fast: $(VENV)/.dev
-	$(BIN)/pytest -q -n $(FAST_WORKERS) -m "not apiserver and not mxnet and not slow"
+	$(KEEP_BYTECODE) $(BIN)/pytest -q -n $(FAST_WORKERS) -m "not apiserver and not mxnet and not slow" \
+	    --ignore=tests/apiserver --hypothesis-profile fast
 
 # Real MXNet jobs through the real Metacontroller and hook on a loopback kube-apiserver, their
 # pods as local processes (docs/e2e.md; needs root).

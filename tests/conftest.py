@@ -1,5 +1,5 @@
 """Fixtures shared by every tier: the Go tools of scripts/go-tools.sh; the `slow` mark; the
-service's JSON log lines; the folder of kept overlay builds."""
+service's JSON log lines; the folder of kept overlay builds; the `fast` hypothesis profile."""
 
 import functools
 import io
@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pytest
 from _pytest.nodeid import coerce_node_id
+from hypothesis import settings
 
 from app.service.jsonlog import JsonFormatter
-from tests.support import kustomize_cache
+from tests.support import budgets, kustomize_cache
 from tests.support.gotools import GoToolError, obtain
 
-# Modules whose every test is slow: the real server's timeouts, waited out for real; a
-# fresh clone of the repository, collected and run again by a second pytest.
+# Modules whose every test is slow: the real server's timeouts, waited out for real; the real
+# server started in a process of its own for each test (half a second or more each); a fresh
+# clone of the repository, collected and run again by a second pytest.
 SLOW_MODULES = {"test_hostile_clients.py", "test_hostile_mix.py", "test_fresh_clone.py"}
+SLOW_MODULES |= {"test_http_stack.py", "test_server_lifecycle.py"}
 # Modules whose figures a busy machine could spoil (the benches' smoke runs, the hook's memory
 # read from /proc): `make unit` runs them alone, after the parallel run of the others.
 # Also the modules whose tests share one node id (schemathesis gives each API operation's test
@@ -35,6 +38,10 @@ SERIAL_MODULES = {
 # need them. A folder not listed runs last.
 TIER_ORDER = ("unit", "golden", "simulated", "http", "manifests", "apiserver", "e2e")
 TESTS = Path(__file__).parent
+# `make fast` loads it (`--hypothesis-profile fast`): a fifth of each property test's examples
+# (`budgets.examples`); every other run, `make test`'s too, tries them all. Registered here, on
+# import, before pytest loads the profile its command line names.
+settings.register_profile(budgets.FAST, max_examples=settings().max_examples // budgets.FAST_SHARE)
 
 
 def tier_rank(path: Path) -> int:

@@ -156,7 +156,10 @@ def test_a_huge_admitted_job_gets_a_200_or_a_4xx_and_keeps_its_running_pods(
     _keeps_running_pods(client, case[0])
 
 
-@pytest.mark.parametrize("base", sorted(BUILDERS))
+# The largest job the size rule admits (EDGE), several MB: a second or more to send and answer.
+@pytest.mark.parametrize(
+    "base", [pytest.param(b, marks=pytest.mark.slow) if b == EDGE else b for b in sorted(BUILDERS)]
+)
 def test_unmutated_bases_are_answered(client: AsgiClient, base: str) -> None:
     reply = _post(client, built(base))
     assert reply.status_code == 200

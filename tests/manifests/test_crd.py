@@ -11,7 +11,13 @@ from tests.support import yamls
 from tests.support.crd_admission import CRD_FILE, admission_errors, rules
 from tests.support.crd_cases import INVALID, VALID
 
+# Every rule evaluated by cel-python's interpreter: 0.1 to 0.3 s a job, most of it the size
+# rules', 15 s for the cases (`make fast` leaves them to `make test`, which also checks each on
+# the real API server: tests/apiserver/test_crd_admission.py).
+CEL = pytest.mark.slow
 
+
+@CEL
 @pytest.mark.parametrize("doc", VALID)
 def test_admitted(doc: dict[str, Any]) -> None:
     assert admission_errors(doc) == []
@@ -22,6 +28,7 @@ def test_hook_accepts_what_the_crd_admits(doc: dict[str, Any]) -> None:
     validated_spec(doc["metadata"]["name"], doc["spec"])
 
 
+@CEL
 @pytest.mark.parametrize(("doc", "expected", "hook"), INVALID)
 def test_rejected(doc: dict[str, Any], expected: list[str], hook: bool) -> None:
     assert admission_errors(doc) == sorted(expected)

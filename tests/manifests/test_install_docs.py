@@ -12,7 +12,7 @@ import pytest
 
 from app import __version__
 from tests.support import REPO
-from tests.support.kustomize import documents
+from tests.support.kustomize import kept_documents
 
 DOCS = ["docs/install.md", "README.md", "docs/metrics.md", "docs/katib.md"]
 # The kubeflow overlay's namespace, Kubeflow's, never created by us; kube-system, where
@@ -45,7 +45,7 @@ def build(tmp_path: Path, block: str) -> list[dict[str, Any]]:
     folder.mkdir()
     (tmp_path / "manifests").symlink_to(REPO / "manifests")
     (folder / "kustomization.yaml").write_text(block)
-    return documents(folder)
+    return kept_documents(folder)
 
 
 @pytest.mark.parametrize("block", kustomizations())

@@ -3,8 +3,6 @@ steps run as written (tests/support/dryrun.py), up to what needs a registry or a
 
 import functools
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ import pytest
 import yaml
 
 from app import __version__
-from tests.support import REPO
+from tests.support import REPO, cli
 from tests.support.dryrun import applied, asked, checkout, images, run, sh_blocks
 
 PAGE = REPO / "docs" / "migrating-from-training-operator.md"
@@ -170,9 +168,7 @@ def test_katib_gets_its_permissions_and_the_steps_katib_md_gives(follow: Followe
 @pytest.mark.parametrize("way", ["Plain", "With Kueue"])
 def test_the_jobs_pass_the_render_check(follow: Followed, way: str) -> None:
     jobs = [o for o in applied(follow(way)) if o["kind"] == "MXJob"]
-    done = subprocess.run([sys.executable, "-m", "app", "render", "-"], cwd=REPO,
-                          input=yaml.safe_dump_all(jobs), capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    done = cli.run("render", "-", stdin=yaml.safe_dump_all(jobs))
     assert (done.returncode, done.stderr) == (0, "")
 
 

@@ -223,7 +223,8 @@ esac
 @pytest.mark.parametrize(
     ("say", "code", "message"),
     [
-        pytest.param(None, 0, "image-smoke: GET /healthz: ok", id="good"),
+        # The hook served for real and stopped: two seconds or more.
+        pytest.param(None, 0, "image-smoke: GET /healthz: ok", id="good", marks=pytest.mark.slow),
         pytest.param(
             "mxjob-controller 0.0.1",
             1,

@@ -49,6 +49,7 @@ def test_every_url_of_the_repository_is_the_one() -> None:
     found = {
         (name, url.rstrip("."))  # a sentence's full stop is not the URL's
         for name, text in texts().items()
+        if "github" in text  # in every match: the slow search runs on a sixth of the bytes
         for url in ANY_URL.findall(text)
     }
     assert found

@@ -1,25 +1,35 @@
 """A page's commands run as written, up to what needs a registry or a cluster: in a copy of the
 checkout, `docker` and the `kubectl` commands that talk to a cluster only record what they are
-asked, and `kubectl apply` builds (`kubectl kustomize`) or reads what it would apply."""
+asked, and `kubectl apply` builds (`kubectl kustomize`) or reads what it would apply.
 
+A build is kept in the kustomize cache's folder (tests/support/kustomize_cache.py) under a key of
+the folder built (its files and their bytes, followed through links) and of everything under
+manifests/, metacontroller/ and examples/, the folders a build can refer to: the same overlay
+built by another test, worker or run is read, not built again."""
+
+import functools
 import re
 import shlex
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support import REPO
+from tests.support import REPO, kustomize_cache
 from tests.support.kustomize import kubectl
 from tests.support.yamls import load_all
 
 # What the commands see of the checkout.
 CHECKOUT = ("Dockerfile", "manifests", "examples", "docs")
 STUBS = r"""
-# A folder applied again unchanged (applied twice, as with-metacontroller is) is built once.
+# A folder with the same files is built once (with-metacontroller is applied twice; every test
+# applies an overlay), and kept for other workers and runs.
 built() {
-    local key="$OUT/built-$(tar -chf - "$1" 2>/dev/null | md5sum | cut -c1-32)"
-    [ -f "$key" ] || "$KUBECTL" kustomize "$1" > "$key"
-    cat "$key"
+    local key
+    files() { tar --mtime=@0 --sort=name -chf - "$1" 2>/dev/null; }  # bytes, not times
+    key="$BUILDS/dryrun-$({ echo "$INPUTS"; files "$1"; } | md5sum | cut -c1-32)"
+    [ -f "$key.yaml" ] || "$KUBECTL" kustomize "$1" > "$key.$$" || { rm -f "$key.$$"; return 1; }
+    [ -f "$key.yaml" ] || mv "$key.$$" "$key.yaml"
+    cat "$key.yaml"
 }
 docker() { printf '%s\n' "$*" >> "$OUT/docker"; }
 kubectl() {
@@ -56,12 +66,19 @@ def checkout(folder: Path) -> Path:
 
 def run(script: str, home: Path, out: Path) -> None:
     """Run `script` in `home` with bash -eu; what was asked goes to files in `out`."""
+    builds = kustomize_cache.folder or out
     env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "KUBECTL": kubectl()}
+    env |= {"BUILDS": str(builds), "INPUTS": _inputs()}
     done = subprocess.run(["bash", "-euc", STUBS + script], cwd=home, env=env,
                           capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     # kustomize warns of Metacontroller's own `commonLabels`; anything else is an error.
     errors = [line for line in done.stderr.splitlines() if not line.startswith("# Warning: ")]
     assert (done.returncode, errors) == (0, []), done.stderr
+
+
+@functools.cache
+def _inputs() -> str:
+    return kustomize_cache.inputs_digest((*kustomize_cache.ROOTS, REPO / "examples"), kubectl())
 
 
 def asked(out: Path, tool: str) -> list[list[str]]:

@@ -9,8 +9,8 @@ checked against.
 `kubectl()` is the kubectl every test's `kubectl kustomize` runs: the one scripts/k8s-binaries.sh
 picks for the API-server tier (the machine's of the pinned minor, or one it builds and caches).
 An overlay with components is built and parsed once per session (`overlay_objects`); each caller
-gets its own copy. Its build, and its objects as JSON, are also kept between sessions and workers
-(`kustomize_cache`).
+gets its own copy. Its build (with what kubectl printed on stderr: `build_warnings`), and its
+objects as JSON, are also kept between sessions and workers (`kustomize_cache`).
 """
 
 import functools
@@ -86,8 +86,23 @@ def build_overlay(overlay: str, *components: str) -> str:
     """The overlay's `kubectl kustomize` output (YAML text), with `components` (names in
     manifests/components) added as a user's overlay adds them; built once per session, and
     once for all sessions while nothing it reads changes (`kustomize_cache`)."""
-    key = json.dumps([_inputs_digest(), overlay, components])
-    return kustomize_cache.cached(key, lambda: _build_overlay(overlay, *components))
+    return _kept_build(overlay, *components)[0]
+
+
+def build_warnings(overlay: str, *components: str) -> str:
+    """What `kubectl kustomize` printed on stderr (its warnings) for `build_overlay(overlay,
+    *components)`, kept with the build."""
+    return _kept_build(overlay, *components)[1]
+
+
+@functools.cache
+def _kept_build(overlay: str, *components: str) -> tuple[str, str]:
+    key = json.dumps([_inputs_digest(), overlay, components, "stdout and stderr"])
+    kept = kustomize_cache.cached(
+        key, lambda: json.dumps(_build_overlay(overlay, *components)), suffix=".json"
+    )
+    stdout, stderr = json.loads(kept)
+    return stdout, stderr
 
 
 @functools.cache
@@ -95,11 +110,12 @@ def _inputs_digest() -> str:
     return kustomize_cache.inputs_digest(kustomize_cache.ROOTS, kubectl())
 
 
-def _build_overlay(overlay: str, *components: str) -> str:
+def _build_overlay(overlay: str, *components: str) -> tuple[str, str]:
     if not components:
-        return built(OVERLAYS / overlay)
+        return built_with_warnings(OVERLAYS / overlay)
     with tempfile.TemporaryDirectory() as tmp:
-        return built(with_components(Path(tmp) / "with-components", overlay, *components))
+        folder = with_components(Path(tmp) / "with-components", overlay, *components)
+        return built_with_warnings(folder)
 
 
 @functools.cache
@@ -134,17 +150,34 @@ def shipped_access(server: ApiServer, *components: str) -> Path:
 
 def built(folder: Path) -> str:
     """`kubectl kustomize` of `folder` (YAML text); a failure shows kubectl's error."""
+    return built_with_warnings(folder)[0]
+
+
+def built_with_warnings(folder: Path) -> tuple[str, str]:
+    """`kubectl kustomize` of `folder`: its YAML text and what it printed on stderr (warnings);
+    a failure shows kubectl's error."""
     result = subprocess.run(
         [kubectl(), "kustomize", str(folder)],
         capture_output=True, text=True, check=False, timeout=60,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    return result.stdout
+    return result.stdout, result.stderr
 
 
 def documents(folder: Path) -> list[dict[str, Any]]:
     """The objects `kubectl kustomize` of `folder` prints."""
     return load_all(built(folder))
+
+
+def kept_documents(folder: Path) -> list[dict[str, Any]]:
+    """`documents(folder)` for a folder whose kustomization refers only to its own files and to
+    manifests/ and metacontroller/ (a link to them included): its build is kept
+    (`kustomize_cache`) under a key of the bytes of the folder's files and of everything the
+    overlays read, so the same text built by another test, worker or run is read again."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    texts = [(str(p.relative_to(folder)), p.read_text()) for p in files]
+    key = json.dumps([_inputs_digest(), "folder", folder.name, texts])
+    return load_all(kustomize_cache.cached(key, lambda: built(folder)))
 
 
 def is_metacontroller(document: dict[str, Any]) -> bool:

@@ -1,5 +1,6 @@
-"""The YAML `kubectl kustomize` printed for an overlay, kept on disk between runs and between
-pytest-xdist workers, under a key of everything the build reads.
+"""What `kubectl kustomize` printed for an overlay (its YAML, its warnings) and the objects it
+built, kept on disk between runs and between pytest-xdist workers, under a key of everything the
+build reads.
 
 The key is a SHA-256 of the kubectl binary (path, size, modification time), the build's
 arguments, and every file (path and bytes) under `ROOTS`, the only folders the project's

@@ -21,6 +21,7 @@ from app.core.model import envelope
 from app.core.observe.applied import LAST_APPLIED, applied_configuration, kept_as_observed
 from tests.support import FIXTURES
 from tests.support import jobs as s
+from tests.support.budgets import examples
 from tests.support.hooked import sync
 from tests.support.resources import as_written
 
@@ -201,7 +202,7 @@ FIELDS: st.SearchStrategy[dict[str, Any]] = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=JSON, fields=FIELDS)
 def test_any_entry_over_any_object_gives_an_object_or_nothing(value: Any, fields: Any) -> None:
     child = {

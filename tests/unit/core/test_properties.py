@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support import jobs as s
+from tests.support.budgets import examples
 from tests.support.hooked import sync
 
 POLICIES = st.sampled_from(["Always", "OnFailure", "Never", "ExitCode"])
@@ -65,7 +66,9 @@ def lives(draw: st.DrawFn) -> tuple[dict[str, Any], Any]:
     return request, at
 
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @SETTINGS

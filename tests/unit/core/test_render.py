@@ -1,4 +1,4 @@
-"""`python -m app render`: the hook's answer at creation, as YAML, without a cluster."""
+"""`mxjob-controller render`: the hook's answer at creation, as YAML, without a cluster."""
 
 import subprocess
 import sys
@@ -10,7 +10,7 @@ import yaml
 from app.core.model import kinds
 from app.core.model.errors import RenderError
 from app.core.render import render
-from tests.support import REPO
+from tests.support import REPO, cli
 from tests.support import jobs as s
 
 
@@ -116,16 +116,8 @@ def test_render_command(tmp_path: Path) -> None:
     assert "No such file" in missing.stderr
 
 
-def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        cwd=REPO,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def _cli(*args: str, stdin: str = "") -> cli.Ran:
+    return cli.run(*args, stdin=stdin)
 
 
 def test_render_command_fails_when_any_job_is_invalid() -> None:

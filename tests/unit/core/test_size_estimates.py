@@ -104,6 +104,7 @@ def test_remembered_estimates_are_the_estimates_and_stay_bounded() -> None:
     assert len(sizerule._ESTIMATES) <= sizerule._ESTIMATES_MOST
 
 
+@pytest.mark.slow  # three syncs of a 3,000-replica job: a second or more
 def test_a_released_job_over_its_layouts_bound_is_kept_and_can_be_suspended() -> None:
     """A job started by release 0.1.0 with more replicas than that layout's bound: refused as
     a bad edit (its children kept); suspended, it is judged in the layout its pods will be

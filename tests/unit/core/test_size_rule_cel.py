@@ -20,6 +20,10 @@ from tests.support.size_shapes import (
     train,
 )
 
+# Each a CEL evaluation of the size rules on a job near their bound by cel-python's interpreter,
+# 0.3 to 1.5 s: `make test` runs them, `make fast` leaves them (tests/unit/core/test_size_rule.py
+# checks the hook's own rule there).
+CEL = pytest.mark.slow
 CEL_MESSAGE = "spec.mxReplicaSpecs: the size rule: MX_CONFIG, which lists every replica"
 CEL_SYNC_MESSAGE = "spec.mxReplicaSpecs: the size rule: once every pod runs, a sync request"
 
@@ -30,11 +34,13 @@ def test_the_crd_holds_the_generated_cel_rules() -> None:
     assert {rule(), sync_rule()} <= {r["rule"] for r in root["x-kubernetes-validations"]}
 
 
+@CEL
 @pytest.mark.parametrize(("name", "make", "most"), LARGEST)
 def test_cel_admits_the_largest_job_the_hook_admits(name: str, make: MakeSpec, most: int) -> None:
     assert cel_errors(s.mxjob(make(most), name)) == []
 
 
+@CEL
 def test_cel_refuses_a_sync_too_large_even_without_the_templates() -> None:
     """3,200 Workers of four containers, a job named `a`: 3,200 x (9,500 + 3 x 2,100 + 22)
     bytes are more than 48 MiB, whatever the templates hold; MX_CONFIG would fit."""
@@ -58,6 +64,7 @@ def _cel_refuses(name: str, spec: dict[str, Any]) -> bool:
 CEL_SLACK = 120
 
 
+@CEL
 @pytest.mark.parametrize(("name", "make", "most"), BY_MX_CONFIG)
 def test_cel_admits_what_the_hook_admits_and_refuses_beyond(
     name: str, make: MakeSpec, most: int

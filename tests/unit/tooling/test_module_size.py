@@ -3,6 +3,7 @@ once (at most 300 lines), a function that fits on a screen (at most 50 lines, de
 docstring included), and no import cycle among its modules. docs/development.md states them."""
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.support import REPO
@@ -14,6 +15,12 @@ FUNCTION_LINES = 50
 
 def modules() -> list[Path]:
     return sorted(p for tree in TREES for p in (REPO / tree).rglob("*.py"))
+
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The module at `path`, parsed once for both tests (parsing is most of their time)."""
+    return ast.parse(path.read_text())
 
 
 def name_of(path: Path) -> str:
@@ -28,7 +35,7 @@ def over_the_limits() -> dict[str, int]:
         where = str(path.relative_to(REPO))
         if (n := len(text.splitlines())) > MODULE_LINES:
             over[where] = n
-        for node in ast.walk(ast.parse(text)):
+        for node in ast.walk(parsed(path)):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 length = (node.end_lineno or node.lineno) - first + 1
@@ -45,7 +52,7 @@ def test_nothing_is_over_the_limits() -> None:
 def imports(path: Path, known: set[str]) -> set[str]:
     """The repository's modules that `path` imports, anywhere in it (TYPE_CHECKING included)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
