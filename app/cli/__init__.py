@@ -1,1 +1,2 @@
-"""The command line: `python -m app serve|render|ttl-controller|kueue-status`."""
+"""The command line: `mxjob-controller serve|render|takeover|ttl-controller|kueue-status`
+(`python -m app` from a checkout)."""

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None, prog: str = "mxjob-controller") -> int:
     if args.command == "takeover":
         from app.cli import takeover
 
-        return takeover.run(args)
+        return takeover.run(args, f"{prog} takeover")
     child_types = INLINE_CHILD_TYPES if args.no_configmaps else CHILD_TYPES
     # Imported by the command that runs it: `serve` starts without jsonschema and cel-python.
     from app.cli import render

@@ -1,13 +1,13 @@
-"""`python -m app takeover`: the command line around app/controllers/takeover."""
+"""`mxjob-controller takeover`: the command line around app/controllers/takeover; its messages
+start with the name it was called by (`mxjob-controller takeover`, `python -m app takeover`)."""
 
 import argparse
 import sys
 
-PROG = "python -m app takeover"
 
-
-def run(args: argparse.Namespace) -> int:
-    """The takeover with these arguments: 0 done, 1 refused or failed, 2 no cluster."""
+def run(args: argparse.Namespace, prog: str = "mxjob-controller takeover") -> int:
+    """The takeover with these arguments, its messages starting with `prog`: 0 done, 1 refused
+    or failed, 2 no cluster."""
     from lightkube import Client, ConfigError
 
     from app.controllers.takeover import main
@@ -15,12 +15,12 @@ def run(args: argparse.Namespace) -> int:
 
     namespace, slash, name = args.operator.partition("/")
     if not (slash and namespace and name):
-        print(f"{PROG}: --operator takes NAMESPACE/NAME, not {args.operator!r}", file=sys.stderr)
+        print(f"{prog}: --operator takes NAMESPACE/NAME, not {args.operator!r}", file=sys.stderr)
         return 2
     try:
         client = Client()
     except ConfigError as err:
-        print(f"{PROG}: no cluster to talk to: {err}", file=sys.stderr)
+        print(f"{prog}: no cluster to talk to: {err}", file=sys.stderr)
         return 2
     options = main.Options(
         args.namespace, args.dry_run, namespace, name, not args.no_operator_check
@@ -28,13 +28,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         return main.run(client, options, _say, _warn)
     except TakeoverError as err:
-        print(f"{PROG}: {err}", file=sys.stderr)
+        print(f"{prog}: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         # Ctrl-C: the exit code is the command line's (app/cli/entry.py); a cluster half taken
         # over is no harm, as long as the takeover is run again.
         if not args.dry_run:
-            _warn(f"{PROG}: interrupted; what it changed stays, run it again to finish")
+            _warn(f"{prog}: interrupted; what it changed stays, run it again to finish")
         raise
     finally:
         client.close()

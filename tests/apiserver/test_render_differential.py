@@ -9,11 +9,8 @@ cases marked `as_written` (keys given twice) are therefore POSTed as YAML, dry r
 the verdict being the API server's on those bytes.
 """
 
-import contextlib
-import io
 import re
 import ssl
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cli import main as cli
 from localcluster.crds import install_crds
+from tests.support import REPO, cli
 from tests.support.render_corpus import CASES, Case
 
 # A field path the API server names: `* spec.x[0].y: ...` or `is invalid: spec.x: ...`.
@@ -57,15 +54,9 @@ def server_verdict(apiserver: Any, namespace: str, case: Case, folder: Path) -> 
 def render_verdict(namespace: str, case: Case) -> tuple[bool, str]:
     """Whether `render -` exits 0 on the case, and what it said on stderr (run in this process:
     the command's own code, without an interpreter's start per case)."""
-    out, err = io.StringIO(), io.StringIO()
-    stdin, sys.stdin = sys.stdin, io.StringIO(case.text)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(["render", f"--namespace={namespace}", "-"])
-    finally:
-        sys.stdin = stdin
-    assert code in (0, 1, 2), err.getvalue()
-    return code == 0, err.getvalue()
+    done = cli.run("render", f"--namespace={namespace}", "-", stdin=case.text)
+    assert done.returncode in (0, 1, 2), done.stderr
+    return done.returncode == 0, done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +73,11 @@ def verdicts(apiserver: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[s
 
 
 def test_the_corpus_is_wide_and_both_ways() -> None:
+    """At least 150 cases, as many as README and docs/apiserver-tests.md say."""
     assert len(CASES) >= 150
+    for page in ("README.md", "docs/apiserver-tests.md"):
+        text = " ".join((REPO / page).read_text().split())
+        assert f"{len(CASES)} manifests" in text, page
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -39,7 +39,7 @@ def test_the_writer_follows_the_hooks_namespace_and_image(overlay: str, namespac
     (hook,) = objs["hook"]["spec"]["template"]["spec"]["containers"]
     assert writer["image"] == hook["image"]
     assert writer["command"] == [
-        "python", "-m", "app", "kueue-status", "--host", "0.0.0.0", "--port", "9090",
+        "mxjob-controller", "kueue-status", "--host", "0.0.0.0", "--port", "9090",
     ]  # fmt: skip
     assert writer["ports"] == [{"name": "metrics", "containerPort": 9090, "protocol": "TCP"}]
     for probe in ("livenessProbe", "readinessProbe"):

@@ -177,7 +177,7 @@ def test_hook_container_serves_and_is_probed(overlay: str) -> None:
     (container,) = the(overlay, "Deployment")["spec"]["template"]["spec"]["containers"]
     assert (container["image"], container["command"]) == (
         f"{IMAGE}:{__version__}",
-        ["python", "-m", "app", "serve", "--host", "0.0.0.0", "--port", "8080"],
+        ["mxjob-controller", "serve", "--host", "0.0.0.0", "--port", "8080"],
     )
     for probe in ("livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "http"}

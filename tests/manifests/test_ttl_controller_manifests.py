@@ -55,7 +55,7 @@ def test_it_runs_in_the_hooks_namespace_on_the_hooks_image(objects: dict[str, An
     (container,) = pod(objects["Deployment"])["containers"]
     assert container["image"] == f"{IMAGE}:{__version__}"
     assert container["command"] == [
-        "python", "-m", "app", "ttl-controller", "--host", "0.0.0.0", "--port", "9090",
+        "mxjob-controller", "ttl-controller", "--host", "0.0.0.0", "--port", "9090",
     ]  # fmt: skip
     for probe in ("livenessProbe", "readinessProbe"):
         assert container[probe]["httpGet"] == {"path": "/healthz", "port": "metrics"}

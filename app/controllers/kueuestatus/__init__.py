@@ -1,2 +1,2 @@
 """The Kueue Workload-status writer: what Kueue's job integrations write on their Workloads and a
-sync hook cannot (docs/kueue.md); run as `python -m app kueue-status`."""
+sync hook cannot (docs/kueue.md); run as `mxjob-controller kueue-status`."""

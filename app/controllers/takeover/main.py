@@ -1,4 +1,4 @@
-"""`python -m app takeover`: the pods, Services and PodGroups that training-operator made for
+"""`mxjob-controller takeover`: the pods, Services and PodGroups that training-operator made for
 each MXJob, labelled so that Metacontroller adopts them instead of releasing them
 (docs/migrating-from-training-operator.md, the live switch). Run once, after training-operator
 stopped handling MXJobs and before the install; any number of times, it changes nothing new."""

@@ -1,4 +1,4 @@
-"""`python -m app ttl-controller`: the watch and its timers on an event loop until SIGTERM or
+"""`mxjob-controller ttl-controller`: the watch and its timers on an event loop until SIGTERM or
 SIGINT (app/cli/components.py serves /metrics and /healthz beside it)."""
 
 import asyncio
