@@ -6,16 +6,11 @@ timeout and within its memory limit, both read from its Deployment
 prints them."""
 
 import errno
-import os
 import resource
 import selectors
 import socket
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +18,9 @@ import httpx
 import pytest
 import yaml
 
-from localcluster.ports import free_port
 from tests.support import REPO
 from tests.support.empty_cluster import empty_cluster
-from tests.support.servers import Server, wait_for
+from tests.support.servers import component
 
 pytestmark = pytest.mark.slow
 
@@ -74,32 +68,6 @@ def enough_open_files(count: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
-@contextmanager
-def component(command: str, kubeconfig: Path) -> Iterator[Server]:
-    """`python -m app <command>` on a free loopback port, once /healthz answers 200."""
-    port = free_port()
-    with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app", command, "--port", str(port)],
-            cwd=REPO, env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-            stdout=subprocess.DEVNULL, stderr=log, preexec_fn=at_runtime_limits,
-        )  # fmt: skip
-        server = Server(proc, f"http://127.0.0.1:{port}", log)
-        try:
-            wait_for(lambda: healthy(server), 30, f"{command}'s /healthz 200")
-            yield server
-        finally:
-            server.stop()
-
-
-def healthy(server: Server) -> bool:
-    assert server.proc.poll() is None, server.log_lines()[-5:]
-    try:
-        return httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200
-    except httpx.TransportError:
-        return False
-
-
 def open_idle(address: tuple[str, int], count: int, within: float, stack: ExitStack) -> int:
     """Open `count` connections that send nothing, RATE a second, as a client that wants each
     one held (a burst would only overflow the listener's backlog: the kernel drops what does
@@ -133,7 +101,10 @@ COMPONENTS = {
 def test_each_component_serves_its_probe_and_metrics(
     tmp_path: Path, command: str, series: str
 ) -> None:
-    with empty_cluster(tmp_path / "kubeconfig") as kubeconfig, component(command, kubeconfig) as c:
+    with (
+        empty_cluster(tmp_path / "kubeconfig") as kubeconfig,
+        component(command, kubeconfig, at_runtime_limits) as c,
+    ):
         metrics = httpx.get(f"{c.url}/metrics", timeout=5)
         assert metrics.status_code == 200
         assert f"# HELP {series}" in metrics.text
@@ -146,7 +117,7 @@ def test_idle_connections_leave_healthz_answered_in_time(tmp_path: Path) -> None
     enough_open_files(IDLE)
     with (
         empty_cluster(tmp_path / "kubeconfig") as kubeconfig,
-        component("ttl-controller", kubeconfig) as controller,
+        component("ttl-controller", kubeconfig, at_runtime_limits) as controller,
         ExitStack() as idle,
     ):
         at_rest = controller.memory_kib()

@@ -7,17 +7,14 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 
-from localcluster.ports import free_port
 from tests.support import REPO
 from tests.support.empty_cluster import empty_cluster
-from tests.support.servers import Server, start, wait_for
+from tests.support.servers import component, start, wait_for
 from tests.support.silent_cluster import silent_cluster
 
 pytestmark = pytest.mark.slow
@@ -65,33 +62,6 @@ def test_render_reading_stdin_exits_130_in_silence() -> None:
     proc = command("render", "-")
     wait_for(lambda: reading_stdin(proc), 30, "render reading its standard input")
     assert interrupted(proc) == (INTERRUPTED, "", "")
-
-
-@contextmanager
-def component(name: str, kubeconfig: Path) -> Iterator[Server]:
-    """`python -m app <name>` against `kubeconfig`, once its /healthz answers 200."""
-    port = free_port()
-    with tempfile.NamedTemporaryFile(suffix=".log") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "app", name, "--port", str(port)],
-            cwd=REPO, env=os.environ | {"KUBECONFIG": str(kubeconfig)},
-            stdout=subprocess.DEVNULL, stderr=log,
-        )  # fmt: skip
-        server = Server(proc, f"http://127.0.0.1:{port}", log)
-        try:
-            wait_for(lambda: healthy(server), 30, f"{name}'s /healthz 200")
-            yield server
-        finally:
-            if proc.poll() is None:
-                server.stop()
-
-
-def healthy(server: Server) -> bool:
-    assert server.proc.poll() is None, server.log_lines()[-5:]
-    try:
-        return httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 @pytest.mark.parametrize(

@@ -42,20 +42,31 @@ class Handler(BaseHTTPRequestHandler):
 def empty_cluster(kubeconfig: Path) -> Iterator[Path]:
     """Serve on a loopback port until the block ends; yield a kubeconfig (written to
     `kubeconfig`) that points at it."""
+    with loopback_cluster("empty", Handler, kubeconfig):
+        yield kubeconfig
+
+
+@contextmanager
+def loopback_cluster(
+    name: str, handler: type[BaseHTTPRequestHandler], kubeconfig: Path, **attributes: object
+) -> Iterator[None]:
+    """Serve `handler` (a subclass of it, with `attributes` and a `stopped` Event set when the
+    block ends) on a loopback port until the block ends, with a kubeconfig written to
+    `kubeconfig` that points at it as cluster, user and context `name`."""
     stopped = threading.Event()
-    handler = type("EmptyCluster", (Handler,), {"stopped": stopped})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    served = type(f"{name.title()}Cluster", (handler,), {"stopped": stopped, **attributes})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), served)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="empty-cluster", daemon=True).start()
+    threading.Thread(target=server.serve_forever, name=f"{name}-cluster", daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
     kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "empty",
-        "clusters": [{"name": "empty", "cluster": {"server": url}}],
-        "users": [{"name": "empty", "user": {"token": "not-checked"}}],
-        "contexts": [{"name": "empty", "context": {"cluster": "empty", "user": "empty"}}],
+        "apiVersion": "v1", "kind": "Config", "current-context": name,
+        "clusters": [{"name": name, "cluster": {"server": url}}],
+        "users": [{"name": name, "user": {"token": "not-checked"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
     }))  # fmt: skip
     try:
-        yield kubeconfig
+        yield
     finally:
         stopped.set()
         server.shutdown()

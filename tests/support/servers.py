@@ -5,6 +5,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -224,3 +225,34 @@ def self_signed(folder: Path) -> Tls:
         )
     )
     return tls
+
+
+@contextmanager
+def component(
+    command: str, kubeconfig: Path, preexec_fn: Callable[[], None] | None = None
+) -> Iterator[Server]:
+    """`python -m app <command>` (ttl-controller, kueue-status) against `kubeconfig` on a free
+    loopback port, once its /healthz answers 200; stopped at the block's end if it still runs."""
+    port = free_port()
+    with tempfile.NamedTemporaryFile(suffix=".log") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app", command, "--port", str(port)],
+            cwd=REPO, env=os.environ | {"KUBECONFIG": str(kubeconfig)},
+            stdout=subprocess.DEVNULL, stderr=log, preexec_fn=preexec_fn,
+        )  # fmt: skip
+        server = Server(proc, f"http://127.0.0.1:{port}", log)
+        try:
+            wait_for(lambda: healthy(server), 30, f"{command}'s /healthz 200")
+            yield server
+        finally:
+            if proc.poll() is None:
+                server.stop()
+
+
+def healthy(server: Server) -> bool:
+    """Whether the server's /healthz answers 200 (it must still run)."""
+    assert server.proc.poll() is None, server.log_lines()[-5:]
+    try:
+        return httpx.get(f"{server.url}/healthz", timeout=1).status_code == 200
+    except httpx.TransportError:
+        return False

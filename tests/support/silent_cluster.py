@@ -6,10 +6,10 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
-import yaml
+from tests.support.empty_cluster import loopback_cluster
 
 
 @dataclass(frozen=True)
@@ -36,21 +36,6 @@ class Holder(BaseHTTPRequestHandler):
 def silent_cluster(kubeconfig: Path) -> Iterator[SilentCluster]:
     """Serve on a loopback port until the block ends, with a kubeconfig (written to
     `kubeconfig`) that points at it."""
-    asked, stopped = threading.Event(), threading.Event()
-    handler = type("SilentCluster", (Holder,), {"asked": asked, "stopped": stopped})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="silent-cluster", daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    kubeconfig.write_text(yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "silent",
-        "clusters": [{"name": "silent", "cluster": {"server": url}}],
-        "users": [{"name": "silent", "user": {"token": "not-checked"}}],
-        "contexts": [{"name": "silent", "context": {"cluster": "silent", "user": "silent"}}],
-    }))  # fmt: skip
-    try:
+    asked = threading.Event()
+    with loopback_cluster("silent", Holder, kubeconfig, asked=asked):
         yield SilentCluster(kubeconfig, asked)
-    finally:
-        stopped.set()
-        server.shutdown()
-        server.server_close()
