@@ -46,6 +46,7 @@ def ids(pid: int, field: str) -> list[int]:
     raise LookupError(field)
 
 
+@pytest.mark.slow  # the real server in a process of its own, as another user: a second or more
 def test_the_hook_serves_and_syncs_under_an_arbitrary_uid(mounted_token: Path) -> None:
     env = {"MXJOB_AUTH_TOKEN_FILE": str(mounted_token), "PYTHONDONTWRITEBYTECODE": "1"}
     with serving(env, prefix=as_uid(UID)) as server:

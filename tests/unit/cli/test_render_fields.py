@@ -97,8 +97,11 @@ def test_imagee_is_named_as_the_unknown_field_it_is(
 def test_every_shipped_and_upstream_manifest_renders(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], manifest: Path
 ) -> None:
+    """Exit 0 with nothing on stderr; mxnet-operator's and training-operator's legacy manifests
+    may get notes, the project's own examples not even those."""
     code, err = render(monkeypatch, capsys, *mxjobs(manifest))
-    assert (code, [line for line in err if ": note: " not in line]) == (0, [])
+    legacy = manifest.is_relative_to(REPO / "tests" / "fixtures")
+    assert (code, [line for line in err if not (legacy and ": note: " in line)]) == (0, [])
 
 
 def test_the_upstream_manifests_are_all_there() -> None:

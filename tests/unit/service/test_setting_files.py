@@ -124,6 +124,7 @@ def serve(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow  # the real command in a process of its own: half a second or more
 @pytest.mark.parametrize(
     ("make", "variable", "rule"),
     [
@@ -142,6 +143,7 @@ def test_serve_stops_on_a_bad_file_with_one_line_and_exit_2(
     assert (done.returncode, done.stdout, done.stderr) == (2, "", line)
 
 
+@pytest.mark.slow  # the real command in a process of its own: half a second or more
 def test_serve_stops_on_a_missing_file_with_one_line_and_exit_2(tmp_path: Path) -> None:
     tls = self_signed(tmp_path)
     done = serve(

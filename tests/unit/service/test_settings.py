@@ -91,6 +91,7 @@ def command(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess
     )
 
 
+@pytest.mark.slow  # the real command in a process of its own: half a second or more
 @pytest.mark.parametrize(
     ("args", "env", "stderr"),
     [
@@ -122,6 +123,7 @@ def test_the_commands_stop_with_one_line_and_exit_2(
     assert (done.returncode, done.stderr) == (2, stderr)
 
 
+@pytest.mark.slow  # the real command in a process of its own: half a second or more
 def test_the_ttl_controller_stops_with_one_line_and_exit_2() -> None:
     done = command(["ttl-controller", "--port", "0"], {"KUBECONFIG": "/nonexistent/kubeconfig"})
     assert done.returncode == 2
