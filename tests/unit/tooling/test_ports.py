@@ -23,10 +23,15 @@ def test_a_port_in_use_is_not_handed_out(monkeypatch: pytest.MonkeyPatch) -> Non
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         busy = taken.getsockname()[1]
-        picks = iter([busy, busy + 1 if busy + 1 < 65536 else busy - 1])
-        monkeypatch.setattr(random, "randrange", lambda low, high: next(picks))
+        # The busy port first; then random picks, as free_port makes them (a scripted second
+        # pick could be in use too, by another test's server, or handed out before).
+        first, pick = iter([busy]), random.randrange
+        monkeypatch.setattr(
+            random, "randrange", lambda low, high: next(first, None) or pick(low, high)
+        )
         monkeypatch.setattr(ports, "ephemeral_start", lambda: 65536)
         assert ports.free_port() != busy
+        assert next(first, None) is None  # the busy port was tried, and refused
 
 
 def test_no_room_below_the_range_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
