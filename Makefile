@@ -25,8 +25,8 @@ endif
 FORCE:
 # The tests' Python processes keep their bytecode (and pytest its rewritten test modules) in
 # .venv/pycache, out of the tree, even where the environment says not to write any
-# (PYTHONDONTWRITEBYTECODE=1): compiling every module again in every process and worker took
-# a tenth of `make fast`.
+# (PYTHONDONTWRITEBYTECODE=1): compiling and rewriting every module again in every process took
+# about 3 s of each worker's 9 s of collection (measured 2026-12-07).
 KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache
 
 $(BIN)/python:
