@@ -1,19 +1,16 @@
 """`python -m app render` refuses what the API server's strict field validation refuses: every
 field the CRD's schema does not know, named with its path; legacy fields are accepted, noted."""
 
-import io
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from app.cli import main as cli
 from app.cli.admission import NOT_CHECKED
 from app.cli.schema import unknown_to
-from tests.support import REPO
+from tests.support import REPO, cli
 from tests.support import jobs as s
 
 
@@ -34,13 +31,10 @@ WORKER = "spec.mxReplicaSpecs.Worker"
 CONTAINER = f"{WORKER}.template.spec.containers[0]"
 
 
-def render(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *jobs: Any
-) -> tuple[int, list[str]]:
-    """`python -m app render -` of `jobs`: the exit code and the lines on stderr."""
-    monkeypatch.setattr(sys, "stdin", io.StringIO(yaml.safe_dump_all(jobs)))
-    code = cli.main(["render", "-"])
-    return code, capsys.readouterr().err.replace("render: -: ", "").splitlines()
+def render(*jobs: Any) -> tuple[int, list[str]]:
+    """`mxjob-controller render -` of `jobs`: the exit code and the lines on stderr."""
+    done = cli.run("render", "-", stdin=yaml.safe_dump_all(jobs))
+    return done.returncode, done.stderr.replace("render: -: ", "").splitlines()
 
 
 def with_field(path: str, value: Any) -> dict[str, Any]:
@@ -70,23 +64,19 @@ def with_field(path: str, value: Any) -> dict[str, Any]:
     ],
 )
 def test_an_unknown_field_is_named_with_its_path(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
     path: str,
     value: Any,
     hint: str | None,
 ) -> None:
-    code, err = render(monkeypatch, capsys, with_field(path, value))
+    code, err = render(with_field(path, value))
     suggestion = f', did you mean "{hint}"?' if hint else ""
     assert (code, err) == (1, [f'default/mnist: unknown field "{path}"{suggestion}'])
 
 
-def test_imagee_is_named_as_the_unknown_field_it_is(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_imagee_is_named_as_the_unknown_field_it_is() -> None:
     job = with_field(f"{CONTAINER}.imagee", "mxnet:1.9.1")
     del job["spec"]["mxReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
-    assert render(monkeypatch, capsys, job) == (1, [
+    assert render(job) == (1, [
         f'default/mnist: unknown field "{CONTAINER}.imagee", did you mean "image"?',
         f"default/mnist: {CONTAINER}.image: Required value",
         f"default/mnist: {NOT_CHECKED}",
@@ -94,12 +84,10 @@ def test_imagee_is_named_as_the_unknown_field_it_is(
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: str(p.relative_to(REPO)))
-def test_every_shipped_and_upstream_manifest_renders(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], manifest: Path
-) -> None:
+def test_every_shipped_and_upstream_manifest_renders(manifest: Path) -> None:
     """Exit 0 with nothing on stderr; mxnet-operator's and training-operator's legacy manifests
     may get notes, the project's own examples not even those."""
-    code, err = render(monkeypatch, capsys, *mxjobs(manifest))
+    code, err = render(*mxjobs(manifest))
     legacy = manifest.is_relative_to(REPO / "tests" / "fixtures")
     assert (code, [line for line in err if not (legacy and ": note: " in line)]) == (0, [])
 
@@ -110,16 +98,14 @@ def test_the_upstream_manifests_are_all_there() -> None:
     assert len([n for n in names if n.startswith("tests/fixtures/legacy/")]) == 8
 
 
-def test_legacy_fields_are_accepted_and_noted(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_legacy_fields_are_accepted_and_noted() -> None:
     job = s.mxjob({
         "cleanPodPolicy": "All",
         "backoffLimit": 1,
         "runPolicy": {"backoffLimit": 2},
         "mxReplicaSpecs": {"worker": s.replica(1, "Never") | {"label": "gpu"}},
     })  # fmt: skip
-    assert render(monkeypatch, capsys, job) == (0, [
+    assert render(job) == (0, [
         "default/mnist: note: spec.cleanPodPolicy: mxnet-operator's place for it, accepted as "
         "spec.runPolicy.cleanPodPolicy",
         "default/mnist: note: spec.backoffLimit: mxnet-operator's place for it, accepted as "
@@ -130,9 +116,7 @@ def test_legacy_fields_are_accepted_and_noted(
     ])  # fmt: skip
 
 
-def test_a_job_read_from_a_cluster_passes(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_job_read_from_a_cluster_passes() -> None:
     """`kubectl get mxjobs -o yaml` adds the server's metadata, and training-operator's status
     fields the CRD does not declare; the API server drops those, so render does not name them."""
     job = s.mxjob({"mxReplicaSpecs": {"Worker": s.replica(1, "Never")}}, "old")
@@ -144,7 +128,7 @@ def test_a_job_read_from_a_cluster_passes(
     }  # fmt: skip
     job["status"] = {"lastReconcileTime": "2024-01-01T00:00:00Z", "conditions": []}
     listed = {"apiVersion": "v1", "kind": "List", "items": [job], "metadata": {}}
-    assert render(monkeypatch, capsys, listed) == (0, [])
+    assert render(listed) == (0, [])
 
 
 OBJECT = {"type": "object", "properties": {"known": {"type": "string"}}}

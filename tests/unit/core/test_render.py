@@ -116,15 +116,11 @@ def test_render_command(tmp_path: Path) -> None:
     assert "No such file" in missing.stderr
 
 
-def _cli(*args: str, stdin: str = "") -> cli.Ran:
-    return cli.run(*args, stdin=stdin)
-
-
 def test_render_command_fails_when_any_job_is_invalid() -> None:
     good = s.mxjob(s.train_spec(), "good")
     bad = s.mxjob(s.train_spec(0, 2), "bad")
     del bad["spec"]["mxReplicaSpecs"]["Scheduler"]  # two Workers and no Scheduler
-    done = _cli("render", "-", stdin=yaml.safe_dump_all([good, bad]))
+    done = cli.run("render", "-", stdin=yaml.safe_dump_all([good, bad]))
     assert done.returncode == 1
     # The reason, naming the job and the rule as the API server would; the good job printed.
     assert done.stderr.splitlines() == [
@@ -138,7 +134,7 @@ def test_render_command_fails_when_any_job_is_invalid() -> None:
 def test_version_option() -> None:
     from app import __version__
 
-    done = _cli("--version")
+    done = cli.run("--version")
     assert (done.returncode, done.stdout) == (0, f"mxjob-controller {__version__}\n")
 
 
@@ -148,12 +144,12 @@ def test_render_command_checks_the_list_kubectl_get_prints() -> None:
     bad = s.mxjob(s.train_spec(0, 2), "bad")
     del bad["spec"]["mxReplicaSpecs"]["Scheduler"]
     listed = {"apiVersion": "v1", "kind": "List", "items": [good, bad], "metadata": {}}
-    done = _cli("render", "-", stdin=yaml.safe_dump(listed))
+    done = cli.run("render", "-", stdin=yaml.safe_dump(listed))
     assert done.returncode == 1
     assert done.stderr.startswith("render: -: default/bad: spec.mxReplicaSpecs: jobMode MXTrain")
     jobs = [d["metadata"]["name"] for d in yaml.safe_load_all(done.stdout) if d["kind"] == "MXJob"]
     assert jobs == ["good"]
-    empty = _cli("render", "-", stdin=yaml.safe_dump(listed | {"items": []}))
+    empty = cli.run("render", "-", stdin=yaml.safe_dump(listed | {"items": []}))
     assert (empty.returncode, empty.stderr) == (2, "render: -: no MXJob in the input\n")
 
 
@@ -173,7 +169,7 @@ def test_a_job_training_operator_finished_gets_no_children() -> None:
             ],
         },
     )
-    done = _cli("render", "-", stdin=yaml.safe_dump(job))
+    done = cli.run("render", "-", stdin=yaml.safe_dump(job))
     assert (done.returncode, done.stderr) == (0, "")
     (rendered,) = yaml.safe_load_all(done.stdout)
     assert rendered["status"]["conditions"][-1]["type"] == "Succeeded"
