@@ -1,6 +1,6 @@
-"""A release lists every image it pushes by digest (images.txt on its GitHub release): the
-workflow's own steps run with a stand-in for the push and for `gh`; and docs/install.md's
-kustomize block pins the hook by that digest."""
+"""A release lists every image it pushes by digest (images.txt on its GitHub release) and signs
+each image and the list: the workflow's own steps run with a stand-in for the push, for `cosign`
+and for `gh`; and docs/install.md's kustomize block pins the hook by that digest."""
 
 import os
 import re
@@ -41,6 +41,7 @@ def run(step: dict[str, Any], cwd: Path, env: dict[str, str]) -> None:
 
 
 def recording_steps(job: str) -> list[dict[str, Any]]:
+    """The job's steps that take a push's digest (its signing and its recording), in order."""
     steps = jobs()[job]["steps"]
     pushes = [s["id"] for s in steps if s.get("with", {}).get("push") is True]
     assert pushes, f"{job} pushes no image with an id"
@@ -49,18 +50,32 @@ def recording_steps(job: str) -> list[dict[str, Any]]:
     return recorders
 
 
-def test_every_pushed_image_is_listed_by_digest_on_the_release(tmp_path: Path) -> None:
-    name, mxnet = EXAMPLES_IMAGE.rsplit(":", 1)
-    summary, calls = tmp_path / "summary", tmp_path / "gh-calls"
+# Stand-ins that record their arguments: `gh` (finding no release), and `cosign`, whose
+# `sign-blob` writes the file `--bundle` names.
+FAKES = {
+    "gh": '#!/bin/sh\necho "$*" >>{calls}/gh\n[ "$2" != view ]\n',
+    "cosign": '#!/bin/bash\necho "$*" >>{calls}/cosign\n'
+    'while [ $# -gt 0 ]; do [ "$1" = --bundle ] && echo {{}} >"$2"; shift; done\n',
+}
+
+
+def stand_ins(tmp_path: Path) -> dict[str, str]:
+    """The release jobs' environment, with the stand-ins first on PATH."""
     fake_bin = tmp_path / "bin"
     fake_bin.mkdir()
-    (fake_bin / "gh").write_text(f'#!/bin/sh\necho "$*" >>{calls}\n[ "$2" != view ]\n')
-    (fake_bin / "gh").chmod(0o755)
-    env = {
+    for command, script in FAKES.items():
+        (fake_bin / command).write_text(script.format(calls=tmp_path))
+        (fake_bin / command).chmod(0o755)
+    name, mxnet = EXAMPLES_IMAGE.rsplit(":", 1)
+    return {
         "IMAGE": IMAGE, "VERSION": __version__, "EXAMPLES_IMAGE": name, "MXNET": mxnet,
-        "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_REF_NAME": f"v{__version__}",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"), "GITHUB_REF_NAME": f"v{__version__}",
         "PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}",
     }  # fmt: skip
+
+
+def test_every_pushed_image_is_listed_by_digest_on_the_release(tmp_path: Path) -> None:
+    env = stand_ins(tmp_path)
     for job in ("image", "examples-image"):
         for step in recording_steps(job):
             run(step, tmp_path, env)
@@ -75,21 +90,30 @@ def test_every_pushed_image_is_listed_by_digest_on_the_release(tmp_path: Path) -
         {"image", "examples-image"},
         "startsWith(github.ref, 'refs/tags/v')",
     )
-    (download, attach) = release["steps"]
+    download = release["steps"][0]
     assert download["with"] == {"pattern": "digests-*", "merge-multiple": True}
-    run(attach, tmp_path, env)
+    for step in (s for s in release["steps"] if "run" in s):
+        run(step, tmp_path, env)
     assert (tmp_path / "images.txt").read_text().splitlines() == [
         f"{IMAGE}:{__version__}@sha256:{DIGESTS['push']}",
         f"{EXAMPLES_IMAGE}@sha256:{DIGESTS['push-cpu']}",
         f"{EXAMPLES_IMAGE}-gpu@sha256:{DIGESTS['push-gpu']}",
     ]
     tag = f"v{__version__}"
-    assert calls.read_text().splitlines() == [
+    assert (tmp_path / "gh").read_text().splitlines() == [
         f"release view {tag}",  # none yet (the stand-in says so): made, then the list attached
-        f"release create {tag} --verify-tag --title {tag} --notes Images by digest: images.txt "
-        "(docs/install.md, Images).",
-        f"release upload {tag} images.txt --clobber",
+        f"release create {tag} --verify-tag --title {tag} --notes Images by digest: images.txt, "
+        "signed (docs/install.md, Images).",
+        f"release upload {tag} images.txt images.txt.sigstore.json --clobber",
     ]
+    # Each image signed by the digest its push gave, then the list (keyless: no key named).
+    assert (tmp_path / "cosign").read_text().splitlines() == [
+        f"sign --yes {IMAGE}@sha256:{DIGESTS['push']}",
+        f"sign --yes {env['EXAMPLES_IMAGE']}@sha256:{DIGESTS['push-cpu']}",
+        f"sign --yes {env['EXAMPLES_IMAGE']}@sha256:{DIGESTS['push-gpu']}",
+        "sign-blob --yes --new-bundle-format --bundle images.txt.sigstore.json images.txt",
+    ]
+    assert (tmp_path / "images.txt.sigstore.json").exists()
 
 
 def test_the_documented_digest_pin_runs_the_hook_by_digest(tmp_path: Path) -> None:
