@@ -26,7 +26,8 @@ COPY LICENSE ./
 # The package, built from its sources with the base image's own setuptools and wheel (nothing is
 # downloaded: the lock stays all that comes from an index), its dependencies the lock's. `render`
 # checks jobs against the CRD: app/cli/crd.yaml links to manifests/base/crd.yaml, and the package
-# holds the file. The sources go once it is installed: the hook runs from site-packages, compiled
+# holds the file (and `render --pod-security` the policy app/cli/pod-security.yaml links to).
+# The sources go once it is installed: the hook runs from site-packages, compiled
 # by pip at install time, as the root file system is read-only at run time and the hook writes
 # nothing but /tmp. Its files are root's, group 0, world-readable: any UID may run it (OpenShift
 # assigns one from the namespace's range, with group 0), and group 0 reads a mounted Secret
@@ -34,6 +35,7 @@ COPY LICENSE ./
 COPY pyproject.toml requirements.txt ./package/
 COPY app/ ./package/app/
 COPY manifests/base/crd.yaml ./package/manifests/base/
+COPY manifests/components/pod-security/policy.yaml ./package/manifests/components/pod-security/
 RUN pip install --no-cache-dir --no-deps --no-build-isolation --no-index ./package \
     && rm -rf package \
     && useradd --system --uid 10001 --gid 0 --no-create-home --shell /usr/sbin/nologin mxjob

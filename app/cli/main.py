@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None, prog: str = "mxjob-controller") -> int:
     # Imported by the command that runs it: `serve` starts without jsonschema and cel-python.
     from app.cli import render
 
-    return render.run(args.file, args.namespace, args.expand, child_types)
+    return render.run(args.file, args.namespace, args.expand, child_types, args.pod_security)
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -53,6 +53,26 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     )
     hook.add_argument("--host", default="127.0.0.1", help="address to listen on (%(default)s)")
     hook.add_argument("--port", type=_port, default=8080, help="port to listen on (%(default)s)")
+    render_parser(commands)
+    component(
+        commands,
+        "ttl-controller",
+        "delete each finished MXJob once its ttlSecondsAfterFinished has passed "
+        "(the cluster's credentials: in-cluster, else KUBECONFIG); /metrics and /healthz on --port",
+    ).add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    component(
+        commands,
+        "kueue-status",
+        "write the PodsReady condition and clear evicted reservations on the Kueue "
+        "Workloads of MXJobs (in cluster, or with $KUBECONFIG); /metrics and /healthz on --port",
+    )
+    takeover_parser(commands)
+    return parser
+
+
+def render_parser(
+    commands: "argparse._SubParsersAction[argparse.ArgumentParser]",
+) -> None:
     dry_run = commands.add_parser(
         "render",
         help="print the status and children the hook gives MXJobs at creation; "
@@ -73,20 +93,15 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         help="as under a CompositeController that declares no ConfigMap children: MX_CONFIG "
         "whole in every pod, and the size rule of that layout",
     )
-    component(
-        commands,
-        "ttl-controller",
-        "delete each finished MXJob once its ttlSecondsAfterFinished has passed "
-        "(the cluster's credentials: in-cluster, else KUBECONFIG); /metrics and /healthz on --port",
-    ).add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    component(
-        commands,
-        "kueue-status",
-        "write the PodsReady condition and clear evicted reservations on the Kueue "
-        "Workloads of MXJobs (in cluster, or with $KUBECONFIG); /metrics and /healthz on --port",
+    dry_run.add_argument(
+        "--pod-security",
+        choices=("privileged", "baseline", "restricted"),
+        default="",
+        metavar="LEVEL",
+        help="also refuse a job whose pods a namespace enforcing this Pod Security level "
+        "(privileged, baseline, restricted) would refuse, naming the field, as the "
+        "pod-security component does at admission",
     )
-    takeover_parser(commands)
-    return parser
 
 
 def takeover_parser(

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from app.cli import admission
+from app.cli import admission, podsecurity
 from app.cli.documents import Document, documents
 from app.cli.legacy import legacy_notes
 from app.core.model import kinds
@@ -16,9 +16,12 @@ from app.core.model.errors import RenderError
 from app.core.render import render_job
 
 
-def run(path: str, namespace: str, expand: bool, child_types: tuple[str, ...]) -> int:
+def run(
+    path: str, namespace: str, expand: bool, child_types: tuple[str, ...], pod_security: str = ""
+) -> int:
     """Print the answer for the jobs in the file at `path` (- for stdin); return the exit code:
-    0 if the API server and the hook would take every job, 1 if not, 2 if it holds none."""
+    0 if the API server and the hook would take every job, 1 if not, 2 if it holds none. With
+    `pod_security` (a level), the pod-security component's policy is the API server's too."""
     try:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
         found = documents(text)
@@ -29,7 +32,7 @@ def run(path: str, namespace: str, expand: bool, child_types: tuple[str, ...]) -
     notes: list[str] = []
     problems: list[str] = []
     for document in found:
-        answer, noted, refused = _one(document, namespace, expand, child_types)
+        answer, noted, refused = _one(document, namespace, expand, child_types, pod_security)
         out += answer
         notes += noted
         problems += refused
@@ -48,7 +51,7 @@ def _is_job(value: Any) -> bool:
 
 
 def _one(
-    document: Document, namespace: str, expand: bool, child_types: tuple[str, ...]
+    document: Document, namespace: str, expand: bool, child_types: tuple[str, ...], level: str
 ) -> tuple[list[Any], list[str], list[str]]:
     """For one document of the stream: what is printed, its notes, its problems."""
     job, where = document.value, document.where
@@ -64,6 +67,10 @@ def _one(
     notes = [f"{name}: note: {note}" for note in legacy_notes(job)]
     if verdict.problems:
         return [], notes, [f"{name}: {problem}" for problem in verdict.problems]
+    if level:
+        own = name.split("/")[0] if "/" in name else namespace
+        if refused := podsecurity.refusals(verdict.job, own, level):
+            return [], notes, [f"{name}: {problem}" for problem in refused]
     # A job read from a cluster carries on from its status (a finished one gets no pods).
     stored = verdict.job | ({"status": job["status"]} if "status" in job else {})
     try:

@@ -34,7 +34,7 @@ def _broken(schema: dict[str, Any], value: Any) -> Iterator[Problem]:
 def _verdict(rule: str, activation: dict[str, Any]) -> bool | str:
     """True where the rule holds, False where it does not, what went wrong where it fails."""
     try:
-        result = _program(rule).evaluate(activation)
+        result = program(rule).evaluate(activation)
     except CELEvalError as err:
         return f"the rule could not be evaluated: {err.args[0] if err.args else err}"
     if isinstance(result, CELEvalError):
@@ -45,7 +45,7 @@ def _verdict(rule: str, activation: dict[str, Any]) -> bool | str:
 
 
 @functools.cache
-def _program(rule: str) -> Any:
+def program(rule: str) -> Any:
     env = celpy.Environment()
     return env.program(env.compile(rule), functions=KUBERNETES_LIBRARY)
 
@@ -54,9 +54,18 @@ def _sum(items: Any) -> Any:
     return celpy.celtypes.IntType(sum(items))
 
 
-# The part of Kubernetes' CEL library (k8s.io/apiserver/pkg/cel/library) the CRD's rules use
-# and cel-python lacks: `list.sum()`.
-KUBERNETES_LIBRARY = {"sum": _sum}
+def _split(text: Any, separator: Any) -> Any:
+    return celpy.celtypes.ListType(celpy.celtypes.StringType(s) for s in text.split(separator))
+
+
+def _trim(text: Any) -> Any:
+    return celpy.celtypes.StringType(text.strip())
+
+
+# The part of Kubernetes' CEL libraries (k8s.io/apiserver/pkg/cel/library, and cel-go's strings
+# extension) the CRD's rules and the pod-security policy use and cel-python lacks: `list.sum()`,
+# `string.split(separator)`, `string.trim()` (cel-go trims Unicode white space, as strip does).
+KUBERNETES_LIBRARY: dict[str, Any] = {"sum": _sum, "split": _split, "trim": _trim}
 
 
 def every_rule(schema: Any) -> Iterator[dict[str, Any]]:

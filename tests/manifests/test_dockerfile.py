@@ -14,6 +14,7 @@ import yaml
 from fastapi import FastAPI
 
 from app.cli import main as cli
+from app.cli.podsecurity import POLICY_FILE
 from app.cli.schema import CRD_FILE
 from app.service import quiet
 from tests.support import REPO, dockerignore
@@ -107,17 +108,23 @@ def test_base_image_is_pinned_python_of_the_project() -> None:
 def test_copies_only_the_runtime_requirements_the_licence_and_the_package_sources() -> None:
     copies = [rest for word, rest in dockerfile() if word in {"COPY", "ADD"}]
     crd = "manifests/base/crd.yaml ./package/manifests/base/"
+    policy = (
+        "manifests/components/pod-security/policy.yaml ./package/manifests/components/pod-security/"
+    )
     assert copies == [
         "requirements.lock ./",
         "LICENSE ./",
         "pyproject.toml requirements.txt ./package/",
         "app/ ./package/app/",
         crd,
+        policy,
     ]
     # What `render` reads, package data beside it: a link, in the sources, to the CRD copied.
     assert CRD_FILE.relative_to(REPO) == Path("app/cli/crd.yaml")
     assert CRD_FILE.is_symlink()
     assert CRD_FILE.resolve().relative_to(REPO) == Path(crd.split()[0])
+    assert POLICY_FILE.is_symlink()
+    assert POLICY_FILE.resolve().relative_to(REPO) == Path(policy.split()[0])
 
 
 def test_installs_only_the_lock_by_hash_and_the_package() -> None:
@@ -189,6 +196,7 @@ def test_build_context_holds_only_what_the_image_copies() -> None:
         "!requirements.txt",
         "!app/",
         "!manifests/base/crd.yaml",
+        "!manifests/components/pod-security/policy.yaml",
         "app/**/__pycache__",
     ]
 
