@@ -39,12 +39,10 @@ def refusals(job: dict[str, Any], namespace: str, level: str) -> list[str]:
     given = {"object": job, "namespaceObject": namespace_object, "params": PARAMS,
              "request": {"operation": "CREATE"}}  # fmt: skip
     activation = {name: json_to_cel(value) for name, value in given.items()}
-    variables = celtypes.MapType()
+    variables = activation["variables"] = celtypes.MapType()
     for variable in policy()["variables"]:  # in order: each may use those before it
-        activation["variables"] = variables
         value = rules.program(variable["expression"]).evaluate(activation)
         variables[celtypes.StringType(variable["name"])] = value
-    activation["variables"] = variables
     found = []
     for check in policy()["validations"]:
         if _value(check["expression"], activation) is not True:

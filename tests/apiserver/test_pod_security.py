@@ -21,13 +21,11 @@ from localcluster.apiserver import ApiServer
 from tests.support import REPO
 from tests.support.kustomize import OVERLAYS, RELEASE_COPY, documents, with_components
 from tests.support.overlays import LAYOUT
+from tests.support.podsecurity_cases import EXAMPLES, JOB_EXAMPLES
 
 CHART = REPO / "charts" / "mxjob-controller"
 COMPONENTS = sorted(p.name for p in (REPO / "manifests" / "components").iterdir())
 WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
-EXAMPLES = REPO / "examples"
-# Every file of examples/ that holds an MXJob (queues.yaml holds Kueue's queues only).
-JOB_EXAMPLES = sorted(p for p in EXAMPLES.rglob("*.yaml") if "\nkind: MXJob\n" in p.read_text())
 
 
 @pytest.fixture(scope="module")

@@ -19,11 +19,9 @@ from app.cli import admission, podsecurity
 from localcluster.apiserver import ApiServer
 from localcluster.crds import install_crds
 from tests.support import REPO
-from tests.support.podsecurity_cases import CASES, Case
+from tests.support.podsecurity_cases import CASES, EXAMPLES, JOB_EXAMPLES, Case
 
 COMPONENT = REPO / "manifests" / "components" / "pod-security"
-EXAMPLES = REPO / "examples"
-JOB_EXAMPLES = sorted(p for p in EXAMPLES.rglob("*.yaml") if "\nkind: MXJob\n" in p.read_text())
 BASE = yaml.safe_load((EXAMPLES / "single-worker.yaml").read_text())
 LEVELS = ("baseline", "restricted")
 MARK = f"pod-security-{uuid.uuid4().hex[:8]}"

@@ -6,6 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tests.support import REPO
+
+EXAMPLES = REPO / "examples"
+# Every file of examples/ that holds an MXJob (queues.yaml holds Kueue's queues only).
+JOB_EXAMPLES = sorted(p for p in EXAMPLES.rglob("*.yaml") if "\nkind: MXJob\n" in p.read_text())
 Spec = dict[str, Any]
 C = "spec.containers[mxnet]."
 

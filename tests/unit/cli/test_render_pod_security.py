@@ -10,12 +10,9 @@ import pytest
 import yaml
 
 from scripts import pod_security_policy
-from tests.support import REPO
 from tests.support.cli import run
-from tests.support.podsecurity_cases import CASES, Case
+from tests.support.podsecurity_cases import CASES, EXAMPLES, JOB_EXAMPLES, Case
 
-EXAMPLES = REPO / "examples"
-JOB_EXAMPLES = sorted(p for p in EXAMPLES.rglob("*.yaml") if "\nkind: MXJob\n" in p.read_text())
 BASE = yaml.safe_load((EXAMPLES / "single-worker.yaml").read_text())
 
 
