@@ -82,3 +82,33 @@ def test_helm_install_upgrade_uninstall(
         server.get("compositecontroller", "mxjob-controller")
     # crd.keep: deleting the CRD would delete every MXJob.
     assert server.get("crd", "mxjobs.kubeflow.org")["metadata"]["name"] == "mxjobs.kubeflow.org"
+
+
+def test_the_chart_owns_its_namespace_and_the_adoption_guard_on_request(
+    own_apiserver: ApiServer, go_tool: Callable[[str], Path]
+) -> None:
+    """docs/install.md's other way: the namespace created first, then taken over by the chart
+    (`--take-ownership`), which labels it for `restricted` and keeps it on uninstall; with the
+    adoption guard, which uninstall removes."""
+    server, namespace, guard = own_apiserver, "mxjob-owned", "mxjob-children-are-not-adopted"
+    server.kubectl("create", "namespace", namespace)
+    done = subprocess.run(
+        [str(go_tool("helm")), f"--kubeconfig={server.kubeconfig}", "-n", namespace, "install",
+         "mxjob-controller", str(CHART), "--take-ownership", "--set", "namespace.create=true",
+         "--set", "adoptionGuard=true"],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    labels = server.get("namespace", namespace)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert labels["app.kubernetes.io/managed-by"] == "Helm"
+    assert server.get("validatingadmissionpolicybinding", guard)["spec"]["policyName"] == guard
+    assert server.get("priorityclass", "mxjob-controller-control-plane")["value"] == 1_000_000
+    subprocess.run(
+        [str(go_tool("helm")), f"--kubeconfig={server.kubeconfig}", "-n", namespace, "uninstall",
+         "mxjob-controller"], capture_output=True, text=True, timeout=180, check=True,
+    )  # fmt: skip
+    kept = server.get("namespace", namespace)["metadata"]["labels"]
+    assert kept["pod-security.kubernetes.io/enforce"] == "restricted"
+    with pytest.raises(KubectlError, match="NotFound"):
+        server.get("validatingadmissionpolicy", guard)

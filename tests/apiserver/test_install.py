@@ -75,7 +75,7 @@ def test_chart_with_every_option_is_accepted(
     done = dry_run(apiserver, objects)
     assert done.returncode == 0, done.stderr
     applied = [line for line in done.stdout.splitlines() if "serverside-applied" in line]
-    assert len(applied) == len(objects) == 10
+    assert len(applied) == len(objects) == 11  # the PriorityClass among them
 
 
 @pytest.mark.parametrize("overlay", ["standalone", "kubeflow", "volcano", "scheduler-plugins"])

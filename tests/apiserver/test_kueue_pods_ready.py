@@ -1,11 +1,14 @@
 """Kueue's `waitForPodsReady` with the Workload-status writer (docs/kueue.md): the real Kueue
 (short timeout, requeuing with backoff), the real Metacontroller with the kueue overlay's
 CompositeController, the hook and `python -m app kueue-status`, on an API server of this
-module's own. The test plays the kubelet: it starts a job's pods, or never does."""
+module's own. The test plays the kubelet: it starts a job's pods, or never does. The writer runs
+under its component's RBAC and admission policy, which the last tests show narrow."""
 
 import calendar
 import time
+import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +16,11 @@ import pytest
 import yaml
 
 from localcluster.kubelet import Kubelet
+from localcluster.rest import KubeError, Rest
 from localcluster.waiting import wait_for
 from tests.support import REPO
 from tests.support.kueue_objects import (
+    KUEUE,
     is_true,
     mxjob,
     namespace,
@@ -185,3 +190,91 @@ def test_the_writers_rbac_allows_what_it_does_and_no_more(stack: KueueStack) -> 
         assert not can(verb, "pods"), verb
     assert not can("update", workloads_, "--subresource=status")
     assert not can("get", "mxjobs.kubeflow.org")
+
+
+WRITER = "mxjob-controller-kueue-status"  # the component's ServiceAccount, in mxjob-system
+ADMISSION = {
+    "clusterQueue": "cq",
+    "podSetAssignments": [
+        {"name": "main", "count": 1, "flavors": {"cpu": "plain"}, "resourceUsage": {"cpu": "1"}}
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Token:
+    """The API server as a client with another bearer token sees it (`Rest`'s `Server`)."""
+
+    url: str
+    token: str
+    ca_cert: Path
+
+
+def hand_made(name: str, ns: str, owner: str | None) -> dict[str, Any]:
+    """A Workload no job of the hook's made (so the writer ignores it), in a LocalQueue that does
+    not exist (so Kueue never admits it); controlled by an MXJob of UID `owner`, if given."""
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if owner:
+        meta["ownerReferences"] = [{"apiVersion": "kubeflow.org/v1", "kind": "MXJob",
+                                    "name": "gone", "uid": owner, "controller": True}]  # fmt: skip
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    pod_set = {"name": "main", "count": 1, "template": {"spec": {"containers": [container]}}}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload", "metadata": meta,
+            "spec": {"queueName": "nowhere", "podSets": [pod_set]}}  # fmt: skip
+
+
+def condition_set(ctype: str, status: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def change(old: dict[str, Any]) -> dict[str, Any]:
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        new = {"type": ctype, "status": status, "reason": "Test", "message": "planted",
+               "lastTransitionTime": now}  # fmt: skip
+        kept = [c for c in old.get("conditions", []) if c["type"] != ctype]
+        return old | {"conditions": [*kept, new]}
+
+    return change
+
+
+def as_writer(stack: KueueStack, writer: Rest, ns: str, name: str, change: Any) -> str:
+    """`change` of the Workload's status, a merge patch of its status subresource as the writer
+    sends it (conditional on the resourceVersion; Kueue may write in between: then again),
+    with the writer's own token: '' if the API server took it, else its refusal."""
+    url = f"{KUEUE}/namespaces/{ns}/workloads/{name}"
+    for _ in range(10):
+        workload = stack.rest.get(url)
+        patch = {"metadata": {"resourceVersion": workload["metadata"]["resourceVersion"]},
+                 "status": change(workload.get("status", {}))}  # fmt: skip
+        try:
+            writer.merge_patch(f"{url}/status", patch)
+        except KubeError as error:
+            if error.status_code != 409:
+                return str(error)
+            continue
+        return ""
+    raise AssertionError(f"Workload {name} kept changing")
+
+
+def test_the_writers_admission_policy_narrows_its_rbac(stack: KueueStack) -> None:
+    """The kueue-status component's ValidatingAdmissionPolicy, applied with its RBAC as the
+    stack started (the writer's own patches above went through it): with the writer's token,
+    no status write to a Workload no MXJob controls; to one an MXJob controls, PodsReady and
+    QuotaReserved False, but no QuotaReserved True, no other condition, no admission set, no
+    other field of the status."""
+    ns = namespace(stack, "writer-policy")
+    stack.apiserver.apply(hand_made("kueues", ns, None), hand_made("mxjobs", ns, str(uuid.uuid4())))
+    made = stack.apiserver.kubectl("create", "token", WRITER, "-n", "mxjob-system").stdout
+    server = stack.apiserver
+    with Rest(Token(server.url, made.strip(), server.ca_cert)) as writer:
+        ready = condition_set("PodsReady", "False")
+        refused = wait_for(lambda: as_writer(stack, writer, ns, "kueues", ready),
+                           "the policy in force", until=bool)  # fmt: skip
+        assert "may only write the status of a Workload an MXJob controls" in refused, refused
+        assert as_writer(stack, writer, ns, "mxjobs", ready) == ""
+        for change, message in (
+            (condition_set("QuotaReserved", "True"), "QuotaReserved and Admitted to False only"),
+            (condition_set("Evicted", "True"), "every other condition stays as it was"),
+            (lambda s: s | {"admission": ADMISSION}, "may remove a Workload's admission, never"),
+            (lambda s: s | {"requeueState": {"count": 9}}, "only status.conditions and status.a"),
+        ):
+            refused = as_writer(stack, writer, ns, "mxjobs", change)
+            assert message in refused, refused
+        assert as_writer(stack, writer, ns, "mxjobs", condition_set("QuotaReserved", "False")) == ""

@@ -50,9 +50,13 @@ def pod_of(workload: dict[str, Any], namespace: str) -> dict[str, Any]:
 
 def refusals(apiserver: ApiServer, namespace: str, objects: list[dict[str, Any]]) -> dict[str, str]:
     """Each workload's pod that the API server refuses in `namespace`, with its message; at
-    least one workload, or the case tests nothing."""
+    least one workload, or the case tests nothing. The build's PriorityClass is created first:
+    the Priority admission plugin refuses a pod that names a class the cluster lacks."""
     workloads = [o for o in objects if o["kind"] in WORKLOADS]
     assert workloads, "no Deployment or StatefulSet in this build"
+    classes = [o for o in objects if o["kind"] == "PriorityClass"]
+    if classes:
+        apiserver.apply(*classes)
     return refused_pods(apiserver, namespace, [pod_of(w, namespace) for w in workloads])
 
 

@@ -26,7 +26,7 @@ def test_the_writer_follows_the_hooks_namespace_and_image(overlay: str, namespac
     objs = writer_objects(overlay)
     assert sorted(objs) == [
         "ClusterRole", "ClusterRoleBinding", "Deployment", "NetworkPolicy", "ServiceAccount",
-        "hook",
+        "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "hook",
     ]  # fmt: skip
     deployment = objs["Deployment"]
     assert deployment["metadata"]["namespace"] == namespace

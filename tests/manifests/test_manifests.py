@@ -20,7 +20,7 @@ OLDEST = "1.28.0"
 # the kueue component's queue label rules.
 OLDEST_WITH_GUARD = "1.30.0"
 GUARD = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
-CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController"}
+CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "CompositeController", "PriorityClass"}
 # Cluster-scoped objects only some overlays add: aggregated roles, admission policies.
 OVERLAY_CLUSTER_SCOPED = {
     "kubeflow": {"ClusterRole"},
@@ -117,12 +117,12 @@ def test_objects_select_the_hook_pods(overlay: str) -> None:
     assert the(overlay, "Deployment")["spec"]["selector"] == {"matchLabels": HOOK_LABELS}
     assert the(overlay, "Service")["spec"]["selector"] == HOOK_LABELS
     assert the(overlay, "PodDisruptionBudget")["spec"] == {
-        "minAvailable": 1,
+        "maxUnavailable": 1,
         "selector": {"matchLabels": HOOK_LABELS},
     }
     assert the(overlay, "NetworkPolicy")["spec"] == {
         "podSelector": {"matchLabels": HOOK_LABELS},
-        "policyTypes": ["Ingress"],
+        "policyTypes": ["Ingress", "Egress"],
         "ingress": [
             {
                 "from": [
