@@ -5,7 +5,7 @@ and the writes to a job's children that the API server's audit log records."""
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -72,19 +72,23 @@ class Kustomize:
 
     server: ApiServer
     hook_url: str
-    applied: str = ""
+    applied: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
 
     def install(self, tree: Path) -> None:
-        self.applied = rendered(
-            built(tree / "manifests" / "overlays" / "standalone"), self.hook_url
-        )
-        self.server.kubectl("apply", "-f", "-", input=self.applied)
+        text = rendered(built(tree / "manifests" / "overlays" / "standalone"), self.hook_url)
+        self.server.kubectl("apply", "-f", "-", input=text)
+        for d in yaml.safe_load_all(text):
+            if d:
+                key = (d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"])
+                self.applied[key] = d
 
     upgrade = rollback = install
 
     def remove(self) -> None:
-        # The Namespace stays (no controller here would finish deleting it).
-        kept = [d for d in yaml.safe_load_all(self.applied) if d and d["kind"] != "Namespace"]
+        """Delete what any of its applies made (a rollback's apply leaves what only the newer
+        release has, such as its PriorityClass); the Namespace stays (no controller here
+        would finish deleting it)."""
+        kept = [d for d in self.applied.values() if d["kind"] != "Namespace"]
         self.server.kubectl(
             "delete", "--ignore-not-found", "-f", "-", input=yaml.safe_dump_all(kept)
         )
