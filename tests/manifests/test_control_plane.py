@@ -20,16 +20,16 @@ import yaml
 
 from tests.support import REPO, yamls
 from tests.support.control_plane import (
+    PORTS_TRIED,
     PRIORITY_CLASS,
     WRITER,
     Objects,
     evictions_allowed,
     problems,
-    reachable,
     workloads,
 )
 from tests.support.kustomize import RELEASE_COPY, documents, overlay_objects
-from tests.support.netpol import Pod, pods
+from tests.support.netpol import Pod, pods, reachable
 from tests.support.overlays import LAYOUT
 
 CHART = REPO / "charts" / "mxjob-controller"
@@ -75,7 +75,7 @@ def test_the_checks_have_something_to_check() -> None:
     monitored = overlay_objects("with-metacontroller", "networkpolicy-monitoring")
     policies = [o for o in monitored if o["kind"] == "NetworkPolicy"]
     (metacontroller,) = (p for k, p in pods(monitored).items() if "metacontroller" in k)
-    assert reachable(policies, Pod("monitoring", {}), metacontroller) == {9999}
+    assert reachable(policies, Pod("monitoring", {}), metacontroller, PORTS_TRIED) == {9999}
     assert the(overlay_objects("kueue"), "ValidatingAdmissionPolicy", WRITER)
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from tests.support import REPO
 from tests.support.kustomize import overlay_objects
-from tests.support.netpol import Pod, admits, pods
+from tests.support.netpol import Pod, pods, reachable
 from tests.support.overlays import LAYOUT
 
 # Each of our pods, by its component label, and the name of the port Prometheus scrapes.
@@ -51,11 +51,6 @@ def source(namespace: str, labels: Mapping[str, str] | None = None) -> Pod:
     return Pod(namespace, labels or {})
 
 
-def ns_labels(namespace: str) -> dict[str, str]:
-    """The label every namespace carries (Kubernetes 1.22 and later)."""
-    return {"kubernetes.io/metadata.name": namespace}
-
-
 # Tenants: a bare pod, and pods wearing each of our pods' labels, in namespaces of their own.
 DISGUISES: list[dict[str, str]] = [
     {},
@@ -66,13 +61,6 @@ TENANTS = [
     for namespace in ("tenant", "default", "kube-system")
     for labels in DISGUISES
 ]
-
-
-def reachable(objects: Any, src: Pod, dest: Pod) -> set[int]:
-    """The ports of `dest` a connection from `src` may reach."""
-    policies = [o for o in objects if o["kind"] == "NetworkPolicy"]
-    tried = OTHER_PORTS | {number for number, _ in dest.ports}
-    return {p for p in tried if admits(policies, src, ns_labels(src.namespace), dest, p)}
 
 
 def our_pods(objects: Any) -> dict[str, Pod]:
@@ -88,12 +76,16 @@ def check(objects: Any, expected: set[str], monitoring: bool) -> None:
     assert set(ours) == expected
     for component, pod in ours.items():
         for tenant in TENANTS:
-            assert reachable(objects, tenant, pod) == set(), (component, tenant)
+            assert reachable(objects, tenant, pod, OTHER_PORTS) == set(), (component, tenant)
         metrics = {pod.named_ports[(METRICS_PORT[component], "TCP")]}
         scraper = source("monitoring", {"app.kubernetes.io/name": "prometheus"})
-        assert reachable(objects, scraper, pod) == (metrics if monitoring else set()), component
+        assert reachable(objects, scraper, pod, OTHER_PORTS) == (
+            metrics if monitoring else set()
+        ), component
         caller = source("metacontroller", {"app.kubernetes.io/name": "metacontroller"})
-        assert reachable(objects, caller, pod) == (metrics if component == "sync-hook" else set())
+        assert reachable(objects, caller, pod, OTHER_PORTS) == (
+            metrics if component == "sync-hook" else set()
+        )
 
 
 @pytest.mark.parametrize(("overlay", "components"), KUSTOMIZE_CASES.values(), ids=KUSTOMIZE_CASES)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tests.support.kustomize import is_metacontroller
-from tests.support.netpol import WORKLOADS, Pod, admits, pods, selects
+from tests.support.netpol import WORKLOADS, Pod, pods, reachable, selects
 
 Objects = Sequence[dict[str, Any]]
 PRIORITY_CLASS = "mxjob-controller-control-plane"
@@ -162,11 +162,6 @@ def aggregation(objects: Objects) -> list[str]:
     return found
 
 
-def reachable(policies: Objects, source: Pod, dest: Pod) -> set[int]:
-    labels = {"kubernetes.io/metadata.name": source.namespace}
-    return {p for p in PORTS_TRIED if admits(policies, source, labels, dest, p)}
-
-
 def egress_open(policies: Iterable[dict[str, Any]], pod: Pod) -> bool:
     """Whether `pod` may open any connection: no policy isolates its egress, or one has a rule."""
     chosen = [
@@ -198,7 +193,7 @@ def network(objects: Objects) -> list[str]:
             continue
         for source in sources:
             allowed = {METACONTROLLER_METRICS} if source.namespace == "monitoring" else set()
-            if not reachable(policies, source, pod) <= allowed:
+            if not reachable(policies, source, pod, PORTS_TRIED) <= allowed:
                 found.append(f"{key}: reachable from {source}")
     return found
 

@@ -126,6 +126,18 @@ def admits(
     return False
 
 
+def reachable(
+    objects: Iterable[Mapping[str, Any]], source: Pod, dest: Pod, ports: Iterable[int]
+) -> set[int]:
+    """The ports of `dest` that the NetworkPolicies among `objects` let `source` connect to,
+    of `ports` and those `dest` declares; the source's namespace carries the label every
+    namespace has (`kubernetes.io/metadata.name`, Kubernetes 1.22 and later)."""
+    policies = [o for o in objects if o.get("kind") == "NetworkPolicy"]
+    labels = {"kubernetes.io/metadata.name": source.namespace}
+    tried = set(ports) | {number for number, _ in dest.ports}
+    return {p for p in tried if admits(policies, source, labels, dest, p)}
+
+
 def pods(objects: Iterable[Mapping[str, Any]]) -> dict[str, Pod]:
     """The pods each workload of `objects` runs, by `Kind/namespace/name` of the workload."""
     found = {}
